@@ -1,0 +1,357 @@
+/* Cache misses of the hot path: refill a thread's slots or list from its regions, spill
+ * them back when full, remote (cross-thread) frees, misuse detection and snapshot refresh. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include "cold.h"
+#include "../region/map.h"
+#include "../route/classes.h"
+
+#define REFILL_SCAN 16      /* other owned regions looked at per refill before taking a new one */
+
+/* Moves blocks of r's remote-free stack to its local free list. */
+static void region_collect(struct region *r)
+{
+    void *p = atomic_exchange(&r->remote, NULL);
+    while (p) {
+        void *next = region_link_decode(r, p, *(void **)p);
+        *(void **)p = region_link_encode(r, p, r->free);
+        r->free = p;
+        r->used--;
+        p = next;
+    }
+}
+
+static int region_has_blocks(struct region *r)
+{
+    return r->free || r->carved < r->nblocks
+        || atomic_load_explicit(&r->remote, memory_order_relaxed);
+}
+
+/* Takes up to `want` blocks out of r: free list first, then fresh carving, then remote frees. */
+static unsigned region_take(struct region *r, void **out, unsigned want)
+{
+    unsigned n = 0;
+    for (int pass = 0;; pass++) {
+        while (n < want && r->free) {
+            void *p = r->free;
+            r->free = region_link_decode(r, p, *(void **)p);
+            out[n++] = p;
+        }
+        if (n < want && r->carved < r->nblocks) {
+            char *b = (char *)r + r->blocks_off + (size_t)r->carved * r->bsize;
+            unsigned k = want - n;
+            if (k > r->nblocks - r->carved)
+                k = r->nblocks - r->carved;
+            for (unsigned i = 0; i < k; i++, b += r->bsize)
+                out[n++] = b;
+            r->carved += k;
+        }
+        if (n == want || pass || !atomic_load_explicit(&r->remote, memory_order_relaxed))
+            break;
+        region_collect(r);
+    }
+    r->used += n;
+    return n;
+}
+
+static void heap_list_add(struct class_regions *cr, struct region *r)
+{
+    if (cr->list == NULL) {
+        r->next = r->prev = r;
+        cr->list = r;
+    } else {
+        r->next = cr->list;
+        r->prev = cr->list->prev;
+        r->prev->next = r;
+        cr->list->prev = r;
+    }
+    r->listed = 1;
+    cr->n++;
+}
+
+static void heap_list_remove(struct class_regions *cr, struct region *r)
+{
+    if (r->next == r) {
+        cr->list = NULL;
+    } else {
+        r->prev->next = r->next;
+        r->next->prev = r->prev;
+        if (cr->list == r)
+            cr->list = r->next;
+    }
+    if (cr->cur == r)
+        cr->cur = NULL;
+    r->next = r->prev = NULL;
+    r->listed = 0;
+    cr->n--;
+}
+
+/* A block goes back into its (own) region; an empty region that is not the
+ * current one leaves the heap for the pool. */
+static void region_put(struct heap *h, void *p)
+{
+    struct region *r = region_of_block(p);
+    *(void **)p = region_link_encode(r, p, r->free);
+    r->free = p;
+    if (--r->used == 0 && r != h->regions[r->cls].cur) {
+        heap_list_remove(&h->regions[r->cls], r);
+        region_pool_release(r);
+    }
+}
+
+static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned want)
+{
+    struct class_regions *cr = &h->regions[cls];
+    struct region *r = cr->cur;
+    unsigned n;
+    if (r && (n = region_take(r, out, want)))
+        return n;
+    if (cr->list) {
+        struct region *start = r ? r->next : cr->list, *s = start;
+        for (unsigned i = 0; i < REFILL_SCAN; i++) {
+            if (s != r && region_has_blocks(s) && (n = region_take(s, out, want))) {
+                cr->cur = s;
+                return n;
+            }
+            s = s->next;
+            if (s == start)
+                break;
+        }
+        cr->list = s;       /* the next scan goes on from here: every region gets its turn */
+    }
+    struct region *s;
+    while ((s = region_adopt(cls, h)) != NULL) {
+        heap_list_add(cr, s);
+        if ((n = region_take(s, out, want))) {
+            cr->cur = s;
+            return n;
+        }
+    }
+    s = region_pool_take(cls, h);
+    if (s == NULL)
+        return 0;
+    heap_list_add(cr, s);
+    cr->cur = s;
+    return region_take(s, out, want);
+}
+
+HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
+{
+    void *buf[HAK_SLOTS_CAP_MAX > 256 ? HAK_SLOTS_CAP_MAX : 256];
+    void *p;
+    unsigned route = h->snap.route[cls];
+    if (route == ROUTE_SLOTS && cls < HAK_NTINY) {
+        struct slots_bin *s = &h->slots[cls];
+        if (s->count) {
+            p = s->items[--s->count];
+        } else {
+            unsigned want = s->cap / 2 ? s->cap / 2 : 1;
+            unsigned n = heap_refill(h, cls, buf, want);
+            if (n == 0)
+                goto oom;
+            for (unsigned i = n - 1; i >= 1; i--)   /* lowest address pops first */
+                s->items[s->count++] = buf[i];
+            p = buf[0];
+        }
+    } else {
+        struct list_bin *l = &h->lists[cls];
+        if (l->head) {
+            struct region *r = region_of_block(l->head);
+            p = l->head;
+            l->head = region_link_decode(r, p, *(void **)p);
+            l->count--;
+        } else {
+            unsigned want = l->max / 2 ? l->max / 2 : 1;
+            unsigned n = heap_refill(h, cls, buf, want);
+            if (n == 0)
+                goto oom;
+            for (unsigned i = n - 1; i >= 1; i--) {
+                struct region *r = region_of_block(buf[i]);
+                *(void **)buf[i] = region_link_encode(r, buf[i], l->head);
+                l->head = buf[i];
+            }
+            l->count += n - 1;
+            p = buf[0];
+        }
+    }
+    region_tag_set_live(region_of_block(p), p, cls);
+    return p;
+oom:
+    errno = ENOMEM;
+    return NULL;
+}
+
+HAK_COLD void *cold_malloc(struct heap *h, size_t n)
+{
+    if (unlikely(n > PTRDIFF_MAX)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (h == &heap_empty) {
+        h = cold_heap_acquire();
+        if (h == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } else if (h->snap.epoch != atomic_load_explicit(&policy_epoch, memory_order_relaxed)) {
+        cold_heap_refresh(h);
+    }
+    if (n > HAK_MID_MAX)
+        return large_alloc(n, 0, 0);
+    return cold_alloc_class(h, route_class_of(n));
+}
+
+/* Pushes a freed block of h's own onto h's cache for its class, spilling half when full. */
+static void heap_cache_push(struct heap *h, void *p, struct region *r)
+{
+    unsigned cls = r->cls;
+    if (h->snap.route[cls] == ROUTE_SLOTS && cls < HAK_NTINY) {
+        struct slots_bin *s = &h->slots[cls];
+        if (s->count >= s->cap) {
+            unsigned half = s->count / 2 ? s->count / 2 : s->count;
+            for (unsigned i = 0; i < half; i++)     /* the oldest go back */
+                region_put(h, s->items[i]);
+            memmove(s->items, s->items + half, (s->count - half) * sizeof(void *));
+            s->count -= half;
+        }
+        if (s->count < s->cap) {
+            s->items[s->count++] = p;
+            return;
+        }
+    } else {
+        struct list_bin *l = &h->lists[cls];
+        if (l->count >= l->max) {
+            unsigned half = l->count / 2 ? l->count / 2 : l->count;
+            for (unsigned i = 0; i < half; i++) {
+                void *q = l->head;
+                l->head = region_link_decode(region_of_block(q), q, *(void **)q);
+                region_put(h, q);
+            }
+            l->count -= half;
+        }
+        if (l->count < l->max) {
+            *(void **)p = region_link_encode(r, p, l->head);
+            l->head = p;
+            l->count++;
+            return;
+        }
+    }
+    region_put(h, p);
+}
+
+HAK_COLD void cold_free_spill(struct heap *h, void *p, struct region *r)
+{
+    heap_cache_push(h, p, r);
+}
+
+HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t tag)
+{
+    uintptr_t off = p - (uintptr_t)r;
+    int cls = r->cls;
+    if (cls == (int)REGION_CLS_NONE)
+        cold_misuse(call, (void *)p, "invalid pointer (not allocated)", -1);
+    else if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
+        cold_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
+    else if (tag == TAG_FREE(cls))
+        cold_misuse(call, (void *)p, "double free", cls);
+    else
+        cold_misuse(call, (void *)p, "invalid pointer (not the start of an allocated block)", cls);
+}
+
+/* Hot-path free found p's tag not live, or p owned by another heap. */
+HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
+{
+    uint8_t *t;
+    if (!region_tag_check_live(r, (uintptr_t)p, &t)) {
+        cold_report_block("free", r, (uintptr_t)p, *t);
+        return;
+    }
+    unsigned cls = r->cls;
+    if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
+        *t = (uint8_t)TAG_FREE(cls);
+        heap_cache_push(h, p, r);
+        return;
+    }
+    /* Remote free: the tag flips atomically, so two racing frees of one block
+     * cannot both succeed. */
+    uint8_t expect = (uint8_t)TAG_LIVE(cls);
+    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, (uint8_t)TAG_FREE(cls))) {
+        cold_misuse("free", p, "double free", (int)cls);
+        return;
+    }
+    void *head = atomic_load_explicit(&r->remote, memory_order_relaxed);
+    do {
+        *(void **)p = region_link_encode(r, p, head);
+    } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
+}
+
+HAK_COLD void cold_free_nonregion(struct heap *h, void *p, unsigned mapbyte, const char *call)
+{
+    (void)h;
+    if (p == NULL)
+        return;
+    if (mapbyte == MAP_LARGE) {
+        large_free(p, call);
+        return;
+    }
+    cold_misuse(call, p, "invalid pointer (not allocated by hakmem)", -1);
+}
+
+static void heap_flush_class(struct heap *h, unsigned cls)
+{
+    if (cls < HAK_NTINY) {
+        struct slots_bin *s = &h->slots[cls];
+        while (s->count)
+            region_put(h, s->items[--s->count]);
+    }
+    struct list_bin *l = &h->lists[cls];
+    while (l->head) {
+        void *q = l->head;
+        l->head = region_link_decode(region_of_block(q), q, *(void **)q);
+        region_put(h, q);
+    }
+    l->count = 0;
+}
+
+/* Every cached block back to its region: at thread exit and when a route changes. */
+HAK_COLD void cold_heap_flush(struct heap *h)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        heap_flush_class(h, c);
+}
+
+/* The epoch moved: rebuild the snapshot.  Caches of classes whose route or
+ * capacity changed are flushed first, so no block is stranded in a cache the
+ * new routes never read. */
+HAK_COLD void cold_heap_refresh(struct heap *h)
+{
+    struct policy_snapshot old = h->snap;
+    policy_snapshot_build(&h->snap);
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        if (old.route[c] != h->snap.route[c] || (c < HAK_NTINY && h->snap.slots_cap < h->slots[c].count))
+            heap_flush_class(h, c);
+    }
+    for (unsigned c = 0; c < HAK_NTINY; c++)
+        h->slots[c].cap = h->snap.slots_cap;
+}
+
+/* Thread exit (or a child after fork): flush, then hand every region on. */
+void cold_heap_release_regions(struct heap *h);
+HAK_COLD void cold_heap_release_regions(struct heap *h)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        struct class_regions *cr = &h->regions[c];
+        while (cr->list) {
+            struct region *r = cr->list;
+            heap_list_remove(cr, r);
+            region_collect(r);
+            if (r->used == 0)
+                region_pool_release(r);
+            else
+                region_abandon(r);
+        }
+        cr->cur = NULL;
+        cr->n = 0;
+    }
+}

@@ -1,0 +1,58 @@
+/* Declarations shared by the cold-path files and the entry points, grouped by defining file.
+ * Everything here is out of line; the hot path calls in only on a miss or a rare case. */
+#ifndef HAK_COLD_H
+#define HAK_COLD_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include "../common/attrs.h"
+#include "../slots/heap.h"
+
+/* init.c */
+void cold_init(void);
+void cold_init_core(void);   /* never allocates */
+void cold_init_late(void);   /* may allocate: call with a heap in place */
+extern pthread_key_t cold_thread_key;
+extern _Atomic int cold_key_ready;
+
+/* alloc.c: misses, refill and spill */
+void *cold_malloc(struct heap *h, size_t n);
+void *cold_alloc_class(struct heap *h, unsigned cls);
+void  cold_free_nonregion(struct heap *h, void *p, unsigned mapbyte, const char *call);
+void  cold_free_region(struct heap *h, void *p, struct region *r);
+void  cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t tag);
+void  cold_free_spill(struct heap *h, void *p, struct region *r);
+void  cold_heap_flush(struct heap *h);
+void  cold_heap_refresh(struct heap *h);
+
+/* region_pool.c: whole regions between heaps, the pool and the OS */
+struct region *region_pool_take(unsigned cls, struct heap *h);
+void  region_pool_release(struct region *r);
+void  region_abandon(struct region *r);
+struct region *region_adopt(unsigned cls, struct heap *h);
+void  region_pool_lock(void);
+void  region_pool_unlock(void);
+void  region_pool_reset_locks(void);
+size_t region_pool_stats(size_t *pooled, size_t *unpurged, size_t *abandoned);
+
+/* heap.c: per-thread heap lifecycle */
+struct heap *cold_heap_acquire(void);
+void  cold_heap_thread_exit(void *heap);
+void  cold_heap_lock(void);
+void  cold_heap_unlock(void);
+void  cold_heap_after_fork_child(void);
+
+/* large.c: allocations above the mid classes, straight from the OS */
+void  *large_alloc(size_t n, size_t align, int zero);
+int    large_free(void *p, const char *call);   /* 0: not a live large block (reported) */
+size_t large_usable(void *p);                   /* 0: not a live large block */
+void  *large_realloc(void *p, size_t n);
+void   large_lock(void);
+void   large_unlock(void);
+void   large_reset_lock(void);
+size_t large_cached_bytes(void);
+
+/* error.c: misuse reports */
+void cold_misuse(const char *call, const void *p, const char *what, int cls);
+
+#endif

@@ -1,0 +1,102 @@
+/* Per-thread heap lifecycle: created on a thread's first allocation, released at thread
+ * exit (regions to the pool or abandoned for adoption), reused by later threads. */
+#include <string.h>
+#include "cold.h"
+#include "os.h"
+
+struct heap heap_empty;
+HAK_TLS struct heap *heap_tls = &heap_empty;
+
+static pthread_mutex_t heaps_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct heap *heaps_all;        /* every heap ever made, linked by next_heap */
+static struct heap *heaps_free[1024]; /* released heaps waiting for a new thread */
+static unsigned heaps_free_n;
+
+void cold_heap_release_regions(struct heap *h);
+
+void cold_heap_lock(void)   { pthread_mutex_lock(&heaps_mutex); }
+void cold_heap_unlock(void) { pthread_mutex_unlock(&heaps_mutex); }
+
+static size_t heap_bytes(void)
+{
+    return (sizeof(struct heap) + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
+}
+
+static void heap_setup(struct heap *h)
+{
+    policy_snapshot_build(&h->snap);
+    for (unsigned c = 0; c < HAK_NTINY; c++)
+        h->slots[c].cap = h->snap.slots_cap;
+    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        h->lists[c].max = route_classes[c].cache_max;
+    h->thread = pthread_self();
+    h->live = 1;
+}
+
+HAK_COLD struct heap *cold_heap_acquire(void)
+{
+    cold_init_core();
+    struct heap *h = NULL;
+    pthread_mutex_lock(&heaps_mutex);
+    if (heaps_free_n)
+        h = heaps_free[--heaps_free_n];
+    pthread_mutex_unlock(&heaps_mutex);
+    if (h == NULL) {
+        h = os_map(heap_bytes());
+        if (h == NULL)
+            return NULL;
+        pthread_mutex_lock(&heaps_mutex);
+        h->next_heap = heaps_all;
+        heaps_all = h;
+        pthread_mutex_unlock(&heaps_mutex);
+    }
+    heap_setup(h);
+    heap_tls = h;
+    /* Only now, with a heap in place, may we call what can allocate. */
+    cold_init_late();
+    if (atomic_load(&cold_key_ready))
+        pthread_setspecific(cold_thread_key, h);
+    return h;
+}
+
+static void heap_retire(struct heap *h, int reusable)
+{
+    cold_heap_flush(h);
+    cold_heap_release_regions(h);
+    h->live = 0;
+    if (!reusable)
+        return;
+    pthread_mutex_lock(&heaps_mutex);
+    if (heaps_free_n < sizeof heaps_free / sizeof heaps_free[0])
+        heaps_free[heaps_free_n++] = h;
+    pthread_mutex_unlock(&heaps_mutex);
+}
+
+/* pthread key destructor.  Later destructors that allocate get a fresh heap and
+ * re-arm the key, so glibc calls us again for it. */
+HAK_COLD void cold_heap_thread_exit(void *arg)
+{
+    struct heap *h = arg;
+    if (heap_tls == h)
+        heap_tls = &heap_empty;
+    heap_retire(h, 1);
+}
+
+/* In a child after fork only the forking thread survives.  Other heaps may have
+ * been caught mid-operation, so their caches are not trusted: they are retired
+ * without reuse and their regions stay with them (a bounded leak in the child,
+ * never a corruption); frees of their blocks go the remote way. */
+HAK_COLD void cold_heap_after_fork_child(void)
+{
+    pthread_mutex_init(&heaps_mutex, NULL);
+    for (struct heap *h = heaps_all; h; h = h->next_heap) {
+        if (h != heap_tls && h->live) {
+            h->live = 0;
+            for (unsigned i = 0; i < heaps_free_n; i++)
+                if (heaps_free[i] == h)
+                    heaps_free[i] = heaps_free[--heaps_free_n];
+        }
+    }
+    if (heap_tls != &heap_empty)
+        heap_tls->thread = pthread_self();
+}

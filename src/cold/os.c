@@ -1,0 +1,92 @@
+/* mmap-based OS layer, with a failure-injection hook for the fault tests.
+ * errno is saved around calls whose failure we absorb, so a successful malloc leaves errno alone. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include "os.h"
+#include "../common/attrs.h"
+
+static _Atomic long os_fail_countdown = -1;
+
+void os_fail_after(long n)
+{
+    atomic_store(&os_fail_countdown, n);
+}
+
+static int os_injected_failure(void)
+{
+    long n = atomic_load_explicit(&os_fail_countdown, memory_order_relaxed);
+    if (likely(n < 0))
+        return 0;
+    while (n > 0) {
+        if (atomic_compare_exchange_weak(&os_fail_countdown, &n, n - 1))
+            return 0;
+        if (n < 0)
+            return 0;
+    }
+    return 1;
+}
+
+HAK_COLD void *os_map(size_t size)
+{
+    if (os_injected_failure()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
+}
+
+HAK_COLD void *os_map_aligned(size_t size, size_t align)
+{
+    if (align <= OS_PAGE)
+        return os_map(size);
+    if (size + align < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *raw = os_map(size + align);
+    if (raw == NULL)
+        return NULL;
+    uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = start - (uintptr_t)raw;
+    size_t tail = align - head;
+    if (head)
+        os_unmap(raw, head);
+    if (tail)
+        os_unmap((char *)start + size, tail);
+    return (void *)start;
+}
+
+HAK_COLD void os_unmap(void *p, size_t size)
+{
+    int e = errno;
+    munmap(p, size);
+    errno = e;
+}
+
+HAK_COLD void os_purge(void *p, size_t size)
+{
+    int e = errno;
+    madvise(p, size, MADV_DONTNEED);
+    errno = e;
+}
+
+HAK_COLD void *os_remap(void *p, size_t old_size, size_t new_size)
+{
+    if (os_injected_failure()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return q;
+}

@@ -1,0 +1,20 @@
+/* The OS layer: every mmap, munmap, mremap and madvise hakmem makes goes through here.
+ * Functions return NULL / nonzero on failure and never touch errno on success. */
+#ifndef HAK_COLD_OS_H
+#define HAK_COLD_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OS_PAGE 4096u
+
+void *os_map(size_t size);                       /* zeroed, page-aligned, NULL on failure */
+void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PAGE */
+void  os_unmap(void *p, size_t size);
+void  os_purge(void *p, size_t size);            /* give the pages back; they read as zero after */
+void *os_remap(void *p, size_t old_size, size_t new_size);
+
+/* Test hook: after `n` more successful maps, every map fails (n < 0: never). */
+void  os_fail_after(long n);
+
+#endif

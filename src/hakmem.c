@@ -1,0 +1,202 @@
+/* The malloc-family entry points: thin wrappers over the hot paths in api/hot.h.
+ * With override on, the standard names are aliases of the hak_* ones (one body, two names). */
+#include <errno.h>
+#include <string.h>
+#ifndef HAK_OVERRIDE
+#define HAK_OVERRIDE 0
+#endif
+#include "../include/hakmem.h"
+#include "api/hot.h"
+
+/* Mid sizes: a per-thread list pop, out of line so malloc's hot code stays small. */
+HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
+{
+    unsigned cls = route_class_of(n);
+    struct list_bin *l = &h->lists[cls];
+    void *p = l->head;
+    if (likely(p != NULL)) {
+        struct region *r = region_of_block(p);
+        l->head = region_link_decode(r, p, *(void **)p);
+        l->count--;
+        region_tag_set_live(r, p, cls);
+        return p;
+    }
+    return cold_malloc(h, n);
+}
+
+HAK_EXPORT void *hak_malloc(size_t size)
+{
+    return hot_malloc(size);
+}
+
+HAK_EXPORT void hak_free(void *ptr)
+{
+    hot_free(ptr);
+}
+
+HAK_EXPORT void *hak_calloc(size_t nmemb, size_t size)
+{
+    size_t n;
+    if (unlikely(__builtin_mul_overflow(nmemb, size, &n))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (n > HAK_MID_MAX) {
+        cold_init();
+        return large_alloc(n, 0, 1);
+    }
+    void *p = hot_malloc(n);
+    if (likely(p != NULL))
+        memset(p, 0, n);
+    return p;
+}
+
+/* Usable size of a live block, or 0 after reporting misuse under `call`. */
+static size_t block_usable(void *p, const char *call)
+{
+    uintptr_t a = (uintptr_t)p;
+    unsigned b = region_map_get(a);
+    if (b - 1u < 0xFEu) {
+        struct region *r = region_from_map(a, b);
+        uint8_t *t;
+        if (likely(region_tag_check_live(r, a, &t)))
+            return r->bsize;
+        cold_report_block(call, r, a, *t);
+        return 0;
+    }
+    size_t n = b == MAP_LARGE ? large_usable(p) : 0;
+    if (n == 0)
+        cold_misuse(call, p, "invalid pointer (not allocated by hakmem)", -1);
+    return n;
+}
+
+HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
+{
+    if (ptr == NULL)
+        return hot_malloc(size);
+    if (size == 0) {                    /* as glibc: free and return NULL */
+        hot_free(ptr);
+        return NULL;
+    }
+    size_t usable = block_usable(ptr, "realloc");
+    if (usable == 0)
+        return NULL;
+    if (size <= usable && size >= usable / 2)
+        return ptr;
+    if (size > HAK_MID_MAX && usable > HAK_MID_MAX) {
+        void *q = large_realloc(ptr, size);
+        if (q)
+            return q;
+    }
+    void *q = hot_malloc(size);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, ptr, size < usable ? size : usable);
+    hot_free(ptr);
+    return q;
+}
+
+HAK_EXPORT void *hak_reallocarray(void *ptr, size_t nmemb, size_t size)
+{
+    size_t n;
+    if (unlikely(__builtin_mul_overflow(nmemb, size, &n))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return hak_realloc(ptr, n);
+}
+
+/* align: a power of two. */
+static void *aligned_impl(size_t align, size_t n)
+{
+    if (align <= 16)
+        return hot_malloc(n);
+    if (n > PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t s = n < align ? align : n;
+    if (s <= HAK_MID_MAX && align <= HAK_CHUNK_SIZE) {
+        /* Power-of-two classes are naturally aligned (route_classes_init). */
+        s = s <= 8 ? 8 : (size_t)1 << (64 - __builtin_clzl(s - 1));
+        if (s <= HAK_MID_MAX)
+            return hot_malloc(s);
+    }
+    cold_init();
+    return large_alloc(n, align, 0);
+}
+
+static int is_pow2(size_t a)
+{
+    return a && (a & (a - 1)) == 0;
+}
+
+HAK_EXPORT int hak_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (!is_pow2(alignment) || alignment % sizeof(void *))
+        return EINVAL;
+    int e = errno;
+    void *p = aligned_impl(alignment, size);
+    errno = e;
+    if (p == NULL)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+HAK_EXPORT void *hak_aligned_alloc(size_t alignment, size_t size)
+{
+    if (!is_pow2(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return aligned_impl(alignment, size);
+}
+
+HAK_EXPORT void *hak_memalign(size_t alignment, size_t size)
+{
+    if (alignment > ((size_t)1 << 62)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!is_pow2(alignment))            /* as glibc: round up to a power of two */
+        alignment = alignment < 2 ? 1 : (size_t)1 << (64 - __builtin_clzl(alignment - 1));
+    return aligned_impl(alignment, size);
+}
+
+HAK_EXPORT void *hak_valloc(size_t size)
+{
+    return aligned_impl(4096, size);
+}
+
+HAK_EXPORT void *hak_pvalloc(size_t size)
+{
+    if (size > PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t n = (size + 4095) & ~(size_t)4095;
+    return aligned_impl(4096, n ? n : 4096);
+}
+
+HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
+{
+    return ptr ? block_usable(ptr, "malloc_usable_size") : 0;
+}
+
+#if HAK_OVERRIDE
+#define HAK_ALIAS(name) HAK_EXPORT __attribute__((alias(#name)))
+void  *malloc(size_t) HAK_ALIAS(hak_malloc);
+void   free(void *) HAK_ALIAS(hak_free);
+void  *calloc(size_t, size_t) HAK_ALIAS(hak_calloc);
+void  *realloc(void *, size_t) HAK_ALIAS(hak_realloc);
+void  *reallocarray(void *, size_t, size_t) HAK_ALIAS(hak_reallocarray);
+int    posix_memalign(void **, size_t, size_t) HAK_ALIAS(hak_posix_memalign);
+void  *aligned_alloc(size_t, size_t) HAK_ALIAS(hak_aligned_alloc);
+void  *memalign(size_t, size_t) HAK_ALIAS(hak_memalign);
+void  *valloc(size_t) HAK_ALIAS(hak_valloc);
+void  *pvalloc(size_t) HAK_ALIAS(hak_pvalloc);
+size_t malloc_usable_size(void *) HAK_ALIAS(hak_malloc_usable_size);
+/* glibc-internal names some programs and libraries call directly */
+void   cfree(void *) HAK_ALIAS(hak_free);
+#endif

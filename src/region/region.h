@@ -1,0 +1,81 @@
+/* Regions: chunk-aligned spans holding blocks of one class, with the header at the start.
+ * The header carries the per-block region-id tags: one byte per granule, live or free. */
+#ifndef HAK_REGION_H
+#define HAK_REGION_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "../common/attrs.h"
+
+struct heap;
+
+#define REGION_CLS_NONE 63u          /* header of a region in the free pool: no tag ever matches */
+#define TAG_LIVE(cls)   (0x80u | (cls))
+#define TAG_FREE(cls)   (0x40u | (cls))
+
+/* Invariant, owner thread view: used = nblocks - (blocks on `free`) - (nblocks - carved);
+ * blocks on `remote` still count as used until the owner collects them. */
+struct region {
+    /* read by every free: keep in the first cache line */
+    uint8_t  cls;
+    uint8_t  gshift;                 /* tag granule = 1 << gshift; block starts are granule multiples */
+    uint8_t  chunks;                 /* region size in 64 KiB chunks */
+    uint8_t  listed;                 /* 1 while on its owner's per-class list or the pool */
+    uint32_t bsize;
+    struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
+    void    *free;                   /* owner-only free list of blocks back in the region */
+    uint32_t used;                   /* blocks out of the region: live, cached or remote */
+    uint32_t carved;                 /* bump pointer: blocks carved so far */
+    uint32_t nblocks;
+    uint32_t blocks_off;
+    _Atomic(void *) remote;          /* blocks freed by other threads (lock-free stack) */
+    struct region *next, *prev;      /* owner's per-class list, or the pool */
+    uint64_t secret;                 /* hardened: free-list link encoding key */
+    uint8_t  purged;                 /* pages past the header were given back to the OS */
+    uint8_t  pad_[7];
+    uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes, indexed by (p - region) >> gshift */
+} HAK_ALIGNED(HAK_CACHE_LINE);
+
+HAK_INLINE uint8_t *region_tag(struct region *r, uintptr_t p)
+{
+    return &r->tags[(p - (uintptr_t)r) >> r->gshift];
+}
+
+/* Tiny regions are exactly one chunk, so the header is found by masking alone. */
+HAK_INLINE struct region *region_of_tiny(void *p)
+{
+    return (struct region *)((uintptr_t)p & ~(uintptr_t)0xFFFF);
+}
+
+/* The allocation half of the tag protocol (Phase 90 forces it inline). */
+HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
+{
+    *region_tag(r, (uintptr_t)p) = (uint8_t)TAG_LIVE(cls);
+}
+
+/* The free half: nonzero when p is a live block start of r. */
+HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)
+{
+    uintptr_t off = p - (uintptr_t)r;
+    uint8_t *t = &r->tags[off >> r->gshift];
+    *tagp = t;
+    return ((*t ^ TAG_LIVE(r->cls)) | (off & (((uintptr_t)1 << r->gshift) - 1))) == 0;
+}
+
+/* Free-list links live in the first word of a free block; hardened builds
+ * encode them with the region's secret so a stray write is caught before use. */
+#if HAK_HARDENED
+HAK_INLINE void *region_link_decode(struct region *r, void *blk, void *raw)
+{
+    return (void *)((uintptr_t)raw ^ r->secret ^ ((uintptr_t)blk >> 4));
+}
+HAK_INLINE void *region_link_encode(struct region *r, void *blk, void *next)
+{
+    return (void *)((uintptr_t)next ^ r->secret ^ ((uintptr_t)blk >> 4));
+}
+#else
+HAK_INLINE void *region_link_decode(struct region *r, void *blk, void *raw) { (void)r; (void)blk; return raw; }
+HAK_INLINE void *region_link_encode(struct region *r, void *blk, void *next) { (void)r; (void)blk; return next; }
+#endif
+
+#endif

@@ -1,0 +1,59 @@
+/* The class table and the region layout derived from it.
+ * Region size per class is chosen so a region holds enough blocks to amortise its header. */
+#include "classes.h"
+#include "../region/region.h"
+
+#define TINY(sz, shift)  { .size = sz, .chunks = 1, .gshift = shift, .tiny = 1, .default_route = ROUTE_TLIST }
+/* Mid class in the doubling (2^k, 2^(k+1)]: step 2^(k-2); m = size/step (5..8). */
+#define MID(k, m, ch)    { .size = (m) << ((k) - 2), .chunks = ch, .gshift = (k) - 2, .tiny = 0, .default_route = ROUTE_MID }
+#define DOUBLING(k, ch)  MID(k, 5, ch), MID(k, 6, ch), MID(k, 7, ch), MID(k, 8, ch)
+
+struct route_class route_classes[HAK_NCLASSES] = {
+    TINY(8, 3), TINY(16, 4), TINY(32, 5), TINY(64, 6),
+    TINY(128, 7), TINY(256, 8), TINY(512, 9), TINY(1024, 10),
+    DOUBLING(10, 2),    /* 1280 .. 2 KiB    in 128 KiB regions */
+    DOUBLING(11, 4),    /* 2560 .. 4 KiB    in 256 KiB regions */
+    DOUBLING(12, 4),    /* 5 KiB .. 8 KiB   in 256 KiB regions */
+    DOUBLING(13, 8),    /* 10 KiB .. 16 KiB in 512 KiB regions */
+    DOUBLING(14, 16),   /* 20 KiB .. 32 KiB in 1 MiB regions */
+    DOUBLING(15, 16),   /* 40 KiB .. 64 KiB in 1 MiB regions */
+    DOUBLING(16, 32),   /* 80 KiB .. 128 KiB in 2 MiB regions */
+    DOUBLING(17, 64),   /* 160 KiB .. 256 KiB in 4 MiB regions */
+};
+
+/* Bytes a per-thread TLIST/MID list may hold before it spills half back. */
+#define LIST_BYTES_MAX (256u * 1024u)
+
+void route_classes_init(void)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        struct route_class *rc = &route_classes[c];
+        size_t rsize = (size_t)rc->chunks << HAK_CHUNK_SHIFT;
+        size_t size = rc->size;
+        /* Blocks start on the largest power of two dividing the size (capped at a
+         * chunk), so power-of-two classes are naturally aligned for memalign. */
+        size_t align = size & (0 - size);
+        if (align > HAK_CHUNK_SIZE)
+            align = HAK_CHUNK_SIZE;
+        if (align < 16)
+            align = size < 16 ? size : 16;
+        size_t ntags = (rsize >> rc->gshift);
+        size_t off = (sizeof(struct region) + ntags + align - 1) & ~(align - 1);
+        rc->blocks_off = (uint32_t)off;
+        rc->nblocks = (uint32_t)((rsize - off) / size);
+        rc->ntags = (uint32_t)ntags;
+        uint32_t cap = (uint32_t)(LIST_BYTES_MAX / size);
+        rc->cache_max = cap < 4 ? 4 : cap > 256 ? 256 : cap;
+    }
+}
+
+const char *route_name(int route)
+{
+    switch (route) {
+    case ROUTE_SLOTS: return "slots";
+    case ROUTE_TLIST: return "tlist";
+    case ROUTE_MID:   return "mid";
+    case ROUTE_LARGE: return "large";
+    default:          return "none";
+    }
+}

@@ -1,0 +1,47 @@
+/* The per-thread heap: policy snapshot, inline slots, per-class free lists and owned regions.
+ * One small TLS pointer leads here; heaps themselves live in hakmem's own metadata memory. */
+#ifndef HAK_SLOTS_HEAP_H
+#define HAK_SLOTS_HEAP_H
+
+#include <pthread.h>
+#include "../common/attrs.h"
+#include "../policy/policy.h"
+#include "../region/region.h"
+
+/* Inline slots: a fixed-capacity LIFO array that never touches the blocks it holds. */
+struct slots_bin {
+    uint32_t count;
+    uint32_t cap;
+    void    *items[HAK_SLOTS_CAP_MAX];
+};
+
+/* TLIST and MID routes: an intrusive LIFO list through the blocks' first word. */
+struct list_bin {
+    void    *head;
+    uint32_t count;
+    uint32_t max;
+};
+
+struct class_regions {
+    struct region *cur;              /* region blocks are carved / popped from */
+    struct region *list;             /* other regions owned by this heap, circular */
+    uint32_t n;
+};
+
+struct heap {
+    struct policy_snapshot snap;     /* read on every malloc and free */
+    struct list_bin lists[HAK_NCLASSES];
+    struct slots_bin slots[HAK_NTINY];
+    struct class_regions regions[HAK_NCLASSES];
+    struct heap *next_heap;          /* all heaps, for fork and reuse */
+    pthread_t thread;
+    uint8_t  live;                   /* owned by a running thread */
+    uint8_t  in_cold;                /* re-entrancy guard for cold work that may allocate */
+};
+
+/* Every thread starts on the static empty heap: all routes ROUTE_NONE and all
+ * caches empty, so its first call misses into the cold path, which builds a real one. */
+extern struct heap heap_empty;
+extern HAK_TLS struct heap *heap_tls;
+
+#endif

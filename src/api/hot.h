@@ -5,7 +5,7 @@
 
 #include "../cold/cold.h"
 #include "../region/map.h"
-#include "../route/classes.h"
+#include "../route/route.h"
 
 void *api_malloc_mid(struct heap *h, size_t n);
 
@@ -13,18 +13,7 @@ HAK_INLINE void *hot_malloc(size_t n)
 {
     struct heap *h = heap_tls;
     if (likely(n <= HAK_TINY_MAX)) {
-        unsigned cls, route;
-#if HAK_PHASE91
-        if (likely(h->snap.phase91)) {
-            unsigned e = h->snap.table91[ROUTE91_INDEX(n)];
-            cls = e & 0xFF;
-            route = e >> 8;
-        } else
-#endif
-        {
-            cls = route_class_of(n);
-            route = h->snap.route[cls];
-        }
+        unsigned cls, route = route_lookup_tiny(&h->snap, n, &cls);
         if (likely(route == ROUTE_SLOTS)) {
             struct slots_bin *s = &h->slots[cls];
             if (likely(s->count != 0)) {

@@ -1,0 +1,36 @@
+/* The router: size -> class -> route, read from the thread's policy snapshot.
+ * Without Phase 91 it computes the class with arithmetic; with it, one table load does both. */
+#ifndef HAK_ROUTE_H
+#define HAK_ROUTE_H
+
+#include "../policy/policy.h"
+#include "classes.h"
+
+/* n <= HAK_TINY_MAX.  Returns the route, stores the class. */
+HAK_INLINE unsigned route_lookup_tiny(const struct policy_snapshot *s, size_t n, unsigned *cls)
+{
+#if HAK_PHASE91
+    if (likely(s->phase91)) {
+        unsigned e = s->table91[ROUTE91_INDEX(n)];
+        *cls = e & 0xFF;
+        return e >> 8;
+    }
+#endif
+    *cls = route_class_of(n);
+    return s->route[*cls];
+}
+
+/* Any size: large sizes have no class (stored as HAK_NCLASSES). */
+HAK_INLINE unsigned route_lookup(const struct policy_snapshot *s, size_t n, unsigned *cls)
+{
+    if (n <= HAK_TINY_MAX)
+        return route_lookup_tiny(s, n, cls);
+    if (n <= HAK_MID_MAX) {
+        *cls = route_class_of(n);
+        return s->route[*cls];
+    }
+    *cls = HAK_NCLASSES;
+    return ROUTE_LARGE;
+}
+
+#endif

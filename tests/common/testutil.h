@@ -1,0 +1,56 @@
+/* Helpers shared by the Check suites: capturing what hakmem reports on stderr,
+ * and reading the process's resident set size. */
+#ifndef HAK_TESTUTIL_H
+#define HAK_TESTUTIL_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Redirects fd 2 into a temporary file until stderr_capture_end(). */
+struct capture {
+    int saved;
+    int fd;
+};
+
+static inline void stderr_capture_begin(struct capture *c)
+{
+    char path[] = "/tmp/hak-stderr-XXXXXX";
+    fflush(stderr);
+    c->fd = mkstemp(path);
+    unlink(path);
+    c->saved = dup(2);
+    dup2(c->fd, 2);
+}
+
+/* Restores stderr; copies what was written into buf (NUL-terminated). */
+static inline size_t stderr_capture_end(struct capture *c, char *buf, size_t cap)
+{
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    lseek(c->fd, 0, SEEK_SET);
+    ssize_t n = read(c->fd, buf, cap - 1);
+    close(c->fd);
+    if (n < 0)
+        n = 0;
+    buf[n] = 0;
+    return (size_t)n;
+}
+
+/* Resident set size in bytes, from /proc/self/statm. */
+static inline size_t rss_bytes(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+#endif

@@ -1,0 +1,166 @@
+/* Unit tests of regions: pointer -> region by the map, the per-block tags, and
+ * detection of foreign pointers, interior pointers and double frees (refused, reported). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include "hakmem.h"
+#include "testutil.h"
+#include "cold/cold.h"
+#include "region/map.h"
+#include "route/route.h"
+
+static int global_var;
+static char report[4096];
+
+START_TEST(test_lookup_every_class)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        size_t n = route_classes[c].size;
+        char *p = hak_malloc(n);
+        ck_assert_ptr_nonnull(p);
+        unsigned b = region_map_get((uintptr_t)p);
+        ck_assert_uint_ge(b, 1);
+        ck_assert_uint_le(b, 254);
+        struct region *r = region_from_map((uintptr_t)p, b);
+        ck_assert_uint_eq(r->cls, c);
+        ck_assert_uint_eq(r->bsize, n);
+        ck_assert_ptr_eq(atomic_load(&r->owner), heap_tls);
+        /* the last byte of the block maps to the same region */
+        uintptr_t last = (uintptr_t)p + n - 1;
+        ck_assert_ptr_eq(region_from_map(last, region_map_get(last)), r);
+        uint8_t *t;
+        ck_assert(region_tag_check_live(r, (uintptr_t)p, &t));
+        ck_assert_uint_eq(*t, TAG_LIVE(c));
+        hak_free(p);
+        ck_assert_uint_eq(*t, TAG_FREE(c));
+        ck_assert(!region_tag_check_live(r, (uintptr_t)p, &t));
+    }
+}
+END_TEST
+
+START_TEST(test_large_not_region)
+{
+    void *p = hak_malloc(1 << 20);
+    ck_assert_uint_eq(region_map_get((uintptr_t)p), MAP_LARGE);
+    hak_free(p);
+}
+END_TEST
+
+START_TEST(test_foreign_map_none)
+{
+    int local;
+    void *g = malloc(100);          /* glibc's: this test binary does not override malloc */
+    ck_assert_uint_eq(region_map_get((uintptr_t)&local), MAP_NONE);
+    ck_assert_uint_eq(region_map_get((uintptr_t)&global_var), MAP_NONE);
+    ck_assert_uint_eq(region_map_get((uintptr_t)g), MAP_NONE);
+    ck_assert_uint_eq(region_map_get((uintptr_t)0x10000), MAP_NONE);
+    ck_assert_uint_eq(region_map_get(~(uintptr_t)0 - 15), MAP_NONE);
+    free(g);
+}
+END_TEST
+
+/* Frees p with hak_free and returns what hakmem reported. */
+static const char *free_reported(void *p)
+{
+    struct capture c;
+    stderr_capture_begin(&c);
+    hak_free(p);
+    stderr_capture_end(&c, report, sizeof report);
+    return report;
+}
+
+START_TEST(test_foreign_pointers_refused)
+{
+    int local;
+    void *g = malloc(64);
+    void *m = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *ptrs[] = { &local, &global_var, g, m, (void *)0x10000 };
+    for (unsigned i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) {
+        ck_assert_ptr_nonnull(strstr(free_reported(ptrs[i]), "not allocated by hakmem"));
+        ck_assert_ptr_nonnull(strstr(report, "hakmem: free(0x"));
+    }
+    ck_assert_str_eq(free_reported(NULL), "");
+    munmap(m, 1 << 16);
+    free(g);
+}
+END_TEST
+
+START_TEST(test_double_free_refused)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c += 3) {
+        size_t n = route_classes[c].size;
+        char *p = hak_malloc(n);
+        hak_free(p);
+        ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
+        /* the heap stayed intact: the block is handed out once, not twice */
+        char *a = hak_malloc(n), *b = hak_malloc(n);
+        ck_assert_ptr_ne(a, b);
+        hak_free(a);
+        hak_free(b);
+    }
+    void *big = hak_malloc(3 << 20);
+    hak_free(big);
+    ck_assert_ptr_nonnull(strstr(free_reported(big), "double free"));
+}
+END_TEST
+
+START_TEST(test_interior_pointers_refused)
+{
+    char *p = hak_malloc(256);
+    ck_assert_ptr_nonnull(strstr(free_reported(p + 1), "not the start of a block"));
+    ck_assert_ptr_nonnull(strstr(free_reported(p + 16), "not the start"));
+    char *m = hak_malloc(5000);        /* mid block spanning several tag granules */
+    ck_assert_ptr_nonnull(strstr(free_reported(m + 1024), "not the start"));
+    char *big = hak_malloc(1 << 20);
+    ck_assert_ptr_nonnull(strstr(free_reported(big + 4096), "not allocated by hakmem"));
+    /* still live after all of that */
+    uint8_t *t;
+    ck_assert(region_tag_check_live(region_of_block(p), (uintptr_t)p, &t));
+    memset(p, 1, 256);
+    memset(m, 2, 5000);
+    memset(big, 3, 1 << 20);
+    ck_assert_str_eq(free_reported(p), "");
+    ck_assert_str_eq(free_reported(m), "");
+    ck_assert_str_eq(free_reported(big), "");
+}
+END_TEST
+
+START_TEST(test_usable_size_of_bad_pointers)
+{
+    int local;
+    struct capture c;
+    stderr_capture_begin(&c);
+    size_t a = hak_malloc_usable_size(&local);
+    char *p = hak_malloc(100);
+    hak_free(p);
+    size_t b = hak_malloc_usable_size(p);
+    void *r = hak_realloc(p, 200);
+    stderr_capture_end(&c, report, sizeof report);
+    ck_assert_uint_eq(a, 0);
+    ck_assert_uint_eq(b, 0);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_nonnull(strstr(report, "malloc_usable_size(0x"));
+    ck_assert_ptr_nonnull(strstr(report, "realloc(0x"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("region");
+    TCase *tc = tcase_create("region");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_lookup_every_class);
+    tcase_add_test(tc, test_large_not_region);
+    tcase_add_test(tc, test_foreign_map_none);
+    tcase_add_test(tc, test_foreign_pointers_refused);
+    tcase_add_test(tc, test_double_free_refused);
+    tcase_add_test(tc, test_interior_pointers_refused);
+    tcase_add_test(tc, test_usable_size_of_bad_pointers);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,120 @@
+/* Unit tests of the class table and the router: every size 0..1 MiB maps to the
+ * smallest class that fits, with the default route, with and without Phase 91. */
+#include <check.h>
+#include <stdlib.h>
+#include "cold/cold.h"
+#include "route/route.h"
+
+static void setup(void)
+{
+    cold_init_core();
+}
+
+START_TEST(test_class_table_shape)
+{
+    for (unsigned c = 0; c < HAK_NTINY; c++)
+        ck_assert_uint_eq(route_classes[c].size, 8u << c);
+    for (unsigned c = 1; c < HAK_NCLASSES; c++)
+        ck_assert_uint_gt(route_classes[c].size, route_classes[c - 1].size);
+    ck_assert_uint_eq(route_classes[HAK_NCLASSES - 1].size, HAK_MID_MAX);
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        const struct route_class *rc = &route_classes[c];
+        size_t rsize = (size_t)rc->chunks << HAK_CHUNK_SHIFT;
+        ck_assert_uint_ge(rc->nblocks, 4);
+        ck_assert_uint_le(rc->blocks_off + (size_t)rc->nblocks * rc->size, rsize);
+        ck_assert_uint_eq(rc->blocks_off % (1u << rc->gshift), 0);
+        ck_assert_uint_eq(rc->size % (1u << rc->gshift), 0);
+        if (rc->size >= 16)
+            ck_assert_uint_eq(rc->blocks_off % 16, 0);
+    }
+}
+END_TEST
+
+START_TEST(test_every_size_smallest_class)
+{
+    for (size_t n = 0; n <= HAK_MID_MAX; n++) {
+        unsigned c = route_class_of(n);
+        ck_assert_uint_lt(c, HAK_NCLASSES);
+        ck_assert_uint_ge(route_classes[c].size, n);
+        if (c > 0)
+            ck_assert_uint_lt(route_classes[c - 1].size, n);
+        ck_assert_uint_eq(route_classes[c].tiny, n <= HAK_TINY_MAX);
+    }
+}
+END_TEST
+
+static void check_default_routes(const struct policy_snapshot *s)
+{
+    for (size_t n = 0; n <= ((size_t)1 << 20); n++) {
+        unsigned cls;
+        unsigned r = route_lookup(s, n, &cls);
+        if (n > HAK_MID_MAX) {
+            ck_assert_uint_eq(r, ROUTE_LARGE);
+            ck_assert_uint_eq(cls, HAK_NCLASSES);
+            continue;
+        }
+        ck_assert_uint_eq(cls, route_class_of(n));
+        if (cls >= 4 && cls <= 7)
+            ck_assert_uint_eq(r, ROUTE_SLOTS);
+        else if (cls < 4)
+            ck_assert_uint_eq(r, ROUTE_TLIST);
+        else
+            ck_assert_uint_eq(r, ROUTE_MID);
+    }
+}
+
+START_TEST(test_routes_arithmetic)
+{
+    struct policy_snapshot s;
+    policy_snapshot_build(&s);
+    s.phase91 = 0;
+    check_default_routes(&s);
+}
+END_TEST
+
+START_TEST(test_routes_phase91_table)
+{
+#if HAK_PHASE91
+    struct policy_snapshot s;
+    policy_snapshot_build(&s);
+    ck_assert_uint_eq(s.phase91, 1);
+    check_default_routes(&s);
+#else
+    ck_assert_msg(1, "Phase 91 compiled out");
+#endif
+}
+END_TEST
+
+START_TEST(test_slots_never_route_mid_classes)
+{
+    struct policy saved = policy_global;
+    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        policy_global.route[c] = ROUTE_SLOTS;
+    struct policy_snapshot s;
+    policy_snapshot_build(&s);
+    policy_global = saved;
+    for (unsigned c = HAK_NTINY; c < HAK_NCLASSES; c++)
+        ck_assert_uint_ne(s.route[c], ROUTE_SLOTS);
+    for (unsigned c = 0; c < HAK_NTINY; c++)
+        ck_assert_uint_eq(s.route[c], ROUTE_SLOTS);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("route");
+    TCase *tc = tcase_create("route");
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_class_table_shape);
+    tcase_add_test(tc, test_every_size_smallest_class);
+    tcase_add_test(tc, test_routes_arithmetic);
+    tcase_add_test(tc, test_routes_phase91_table);
+    tcase_add_test(tc, test_slots_never_route_mid_classes);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

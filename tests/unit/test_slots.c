@@ -1,0 +1,160 @@
+/* Unit tests of the per-thread caches: inline slots push/pop LIFO, overflow spills
+ * half back to the regions, an empty cache refills half its capacity; lists the same. */
+#include <check.h>
+#include <stdlib.h>
+#include "hakmem.h"
+#include "cold/cold.h"
+#include "route/route.h"
+
+static struct heap *heap_now(void)
+{
+    hak_free(hak_malloc(1));        /* make sure this thread has its heap */
+    return heap_tls;
+}
+
+START_TEST(test_slots_lifo)
+{
+    struct heap *h = heap_now();
+    ck_assert_ptr_ne(h, &heap_empty);
+    void *a = hak_malloc(200);      /* C5: inline slots by default */
+    unsigned c = route_class_of(200);
+    ck_assert_uint_eq(h->snap.route[c], ROUTE_SLOTS);
+    uint32_t before = h->slots[c].count;
+    hak_free(a);
+    ck_assert_uint_eq(h->slots[c].count, before + 1);
+    ck_assert_ptr_eq(h->slots[c].items[before], a);
+    void *b = hak_malloc(256);      /* same class: the slot just pushed pops first */
+    ck_assert_ptr_eq(a, b);
+    ck_assert_uint_eq(h->slots[c].count, before);
+    hak_free(b);
+}
+END_TEST
+
+START_TEST(test_slots_refill_half)
+{
+    struct heap *h = heap_now();
+    unsigned c = route_class_of(700);
+    struct slots_bin *s = &h->slots[c];
+    void *keep[1024];
+    unsigned n = 0;
+    while (s->count)                 /* drain the cache */
+        keep[n++] = hak_malloc(700);
+    void *p = hak_malloc(700);       /* miss: refill cap/2, hand one out */
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(s->count, s->cap / 2 - 1);
+    /* refilled blocks pop in address order within a fresh region */
+    void *q = hak_malloc(700);
+    ck_assert_ptr_eq(q, (char *)p + 1024);
+    hak_free(q);
+    hak_free(p);
+    while (n)
+        hak_free(keep[--n]);
+}
+END_TEST
+
+START_TEST(test_slots_overflow_spills_half)
+{
+    struct heap *h = heap_now();
+    unsigned c = route_class_of(128);
+    struct slots_bin *s = &h->slots[c];
+    unsigned cap = s->cap;
+    void *blk[2 * HAK_SLOTS_CAP_MAX + 2];
+    unsigned n = 2 * cap + 1;
+    for (unsigned i = 0; i < n; i++)
+        blk[i] = hak_malloc(128);
+    while (s->count)                 /* start from an empty cache */
+        blk[n++] = hak_malloc(128);
+    for (unsigned i = 0; i < cap; i++)
+        hak_free(blk[i]);
+    ck_assert_uint_eq(s->count, cap);
+    hak_free(blk[cap]);              /* overflow: the older half goes back */
+    ck_assert_uint_eq(s->count, cap - cap / 2 + 1);
+    ck_assert_ptr_eq(s->items[s->count - 1], blk[cap]);
+    for (unsigned i = cap + 1; i < n; i++)
+        hak_free(blk[i]);
+    ck_assert_uint_le(s->count, cap);
+}
+END_TEST
+
+START_TEST(test_list_route_bounded)
+{
+    struct heap *h = heap_now();
+    unsigned c = route_class_of(24);     /* C2: per-thread list by default */
+    ck_assert_uint_eq(h->snap.route[c], ROUTE_TLIST);
+    struct list_bin *l = &h->lists[c];
+    unsigned n = 3 * l->max;
+    void **blk = calloc(n, sizeof *blk);
+    for (unsigned i = 0; i < n; i++) {
+        blk[i] = hak_malloc(24);
+        ck_assert_ptr_nonnull(blk[i]);
+        memset(blk[i], 0xAB, 24);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        hak_free(blk[i]);
+        ck_assert_uint_le(l->count, l->max);
+    }
+    ck_assert_uint_gt(l->count, 0);
+    void *p = hak_malloc(20);            /* pops the most recently freed */
+    ck_assert_ptr_eq(p, blk[n - 1]);
+    hak_free(p);
+    free(blk);
+}
+END_TEST
+
+START_TEST(test_mid_route_list)
+{
+    struct heap *h = heap_now();
+    unsigned c = route_class_of(3000);
+    ck_assert_uint_eq(h->snap.route[c], ROUTE_MID);
+    void *a = hak_malloc(3000);
+    ck_assert_uint_eq(hak_malloc_usable_size(a), route_classes[c].size);
+    uint32_t before = h->lists[c].count;
+    hak_free(a);
+    ck_assert_uint_eq(h->lists[c].count, before + 1);
+    ck_assert_ptr_eq(hak_malloc(2900), a);
+    hak_free(a);
+}
+END_TEST
+
+START_TEST(test_flush_returns_everything)
+{
+    struct heap *h = heap_now();
+    void *blk[3000];
+    for (unsigned i = 0; i < 3000; i++)
+        blk[i] = hak_malloc(16 + (i * 37) % 2000);
+    for (unsigned i = 0; i < 3000; i++)
+        hak_free(blk[i]);
+    cold_heap_flush(h);
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        ck_assert_uint_eq(h->lists[c].count, 0);
+        if (c < HAK_NTINY)
+            ck_assert_uint_eq(h->slots[c].count, 0);
+        /* every block is home, so only the current region stays with the heap */
+        struct class_regions *cr = &h->regions[c];
+        if (cr->list) {
+            ck_assert_ptr_eq(cr->list, cr->cur);
+            ck_assert_ptr_eq(cr->list->next, cr->list);
+            ck_assert_uint_eq(cr->cur->used, 0);
+        }
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("slots");
+    TCase *tc = tcase_create("slots");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_slots_lifo);
+    tcase_add_test(tc, test_slots_refill_half);
+    tcase_add_test(tc, test_slots_overflow_spills_half);
+    tcase_add_test(tc, test_list_route_bounded);
+    tcase_add_test(tc, test_mid_route_list);
+    tcase_add_test(tc, test_flush_returns_everything);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -109,8 +109,8 @@ HAK_EXPORT void *hak_reallocarray(void *ptr, size_t nmemb, size_t size)
 /* align: a power of two. */
 static void *aligned_impl(size_t align, size_t n)
 {
-    if (align <= 16)
-        return hot_malloc(n);
+    if (align <= 16)            /* blocks of 16 B and up are 16-aligned; C0 only to 8 */
+        return hot_malloc(n < align ? align : n);
     if (n > PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;

@@ -32,7 +32,7 @@ print("dict", len(d), total)
 
 # 2. Lists: append/pop/insert/slice/sort of mixed sizes.
 lst = []
-for i in range(300000):
+for i in range(120000):
     lst.append(rng.randrange(1 << 30))
     if i % 5 == 0:
         lst.pop(rng.randrange(len(lst)))
@@ -64,7 +64,7 @@ doc = {
     "items": [
         {"id": i, "name": "item%05d" % i, "tags": ["t%d" % (i % 13), "u%d" % (i % 7)],
          "score": (i * 7919) % 1000 / 8.0, "attrs": {"a": i % 3 == 0, "b": None}}
-        for i in range(40000)
+        for i in range(20000)
     ],
     "meta": {"version": 3, "title": "h\u00e4kmem \u2603 test"},
 }
@@ -91,8 +91,12 @@ class Fat:
         self.me = self  # cycle, freed only by the GC
 
 
+# Drop the big structures above so the collections below stay cheap.
+del d, lst, chunks, nested, words, text, s, counts, t2, doc, enc, dec, enc2
+gc.collect()
+
 acc = 0
-for rnd in range(20):
+for rnd in range(8):
     head = None
     for i in range(20000):
         n = Node(i + rnd)
@@ -106,7 +110,8 @@ for rnd in range(20):
         head = head.next
     acc += sum(len(f.buf) for f in fats)
     del fats
-    gc.collect()
+    if rnd % 2:
+        gc.collect()
 print("churn", acc)
 
 # 6. bytes/bytearray growth (realloc) and compression.
@@ -125,7 +130,7 @@ print("set", len(st), len(st2), sorted(st2)[:5], sum(st2) % 999983)
 
 # 8. Big ints and decimal-ish arithmetic.
 f = 1
-for i in range(1, 3000):
+for i in range(1, 1200):
     f *= i
 print("bigint", len(str(f)), str(f)[:20], f % 1000000007)
 

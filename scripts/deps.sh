@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hakmem needs (as root), or prints the exact command.
+# Usage: scripts/deps.sh build|test|bench
+set -euo pipefail
+
+build_pkgs=(gcc meson ninja-build pkg-config check libiniparser-dev)
+test_pkgs=(python3 git sqlite3)
+bench_pkgs=(libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev)
+
+want=("${build_pkgs[@]}")
+case "${1:-build}" in
+  build) ;;
+  test)  want+=("${test_pkgs[@]}") ;;
+  bench) want+=("${bench_pkgs[@]}") ;;
+  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "hakmem needs: ${missing[*]}" >&2
+  echo "run as root:  apt-get update && $cmd" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

@@ -1,0 +1,929 @@
+/* Multi-threaded stress tests for hakmem, linked against libhakmem.so so the whole
+ * process (Check included) allocates through hakmem.
+ *
+ *  - sanity:            the binary really uses hakmem (class size of 100 B is 128)
+ *  - producer/consumer: millions of blocks malloc'd on one thread, freed on another
+ *  - short-lived:       1280 threads; blocks outlive their thread and are freed by
+ *                       main / by threads of the next batch (abandoned regions)
+ *  - realloc:           concurrent grow/shrink 1 B .. 2 MiB, contents preserved
+ *  - fork:              fork while another thread allocates; children allocate
+ *  - fork-mt:           several threads fork at once while others allocate
+ *
+ * Worker threads never call ck_assert (Check's failure path is not thread-safe):
+ * they count errors in atomics that the test thread asserts on. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+#define MiB ((size_t)1 << 20)
+#define KiB ((size_t)1 << 10)
+
+static size_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, res = 0;
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &res) != 2)
+        res = 0;
+    fclose(f);
+    return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline uint64_t rng_next(uint64_t *s)   /* xorshift64* */
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t seed_of(const void *p, uint64_t seq)
+{
+    return mix64((uint64_t)(uintptr_t)p ^ (seq * 0x9E3779B97F4A7C15ULL)) | 1;
+}
+
+/* Fill n bytes with a pattern determined by seed; word i = seed * (i + 1) ^ i. */
+static void pat_fill(void *p, size_t n, uint64_t seed)
+{
+    uint64_t *w = p;
+    size_t nw = n / 8, i;
+    for (i = 0; i < nw; i++)
+        w[i] = seed * (i + 1) ^ i;
+    uint64_t last = seed * (i + 1) ^ i;
+    memcpy((char *)p + nw * 8, &last, n - nw * 8);
+}
+
+static int pat_check(const void *p, size_t n, uint64_t seed)
+{
+    const uint64_t *w = p;
+    size_t nw = n / 8, i;
+    for (i = 0; i < nw; i++)
+        if (w[i] != (seed * (i + 1) ^ i))
+            return 0;
+    uint64_t last = seed * (i + 1) ^ i;
+    return memcmp((const char *)p + nw * 8, &last, n - nw * 8) == 0;
+}
+
+/* Position-only byte pattern (for realloc: a prefix stays valid whatever the size). */
+static inline uint8_t rpat(uint64_t seed, size_t i)
+{
+    return (uint8_t)((seed >> ((i & 7) * 8)) + (i >> 3) * 131u + (i >> 11));
+}
+
+/* 16 B .. 64 KiB, mostly small. */
+static size_t mixed_size(uint64_t *rng)
+{
+    uint64_t r = rng_next(rng);
+    unsigned bucket = (unsigned)(r % 100);
+    r >>= 8;
+    if (bucket < 80)
+        return 16 + r % (256 - 16 + 1);
+    if (bucket < 95)
+        return 257 + r % (4096 - 257 + 1);
+    if (bucket < 99)
+        return 4097 + r % (16384 - 4097 + 1);
+    return 16385 + r % (65536 - 16385 + 1);
+}
+
+/* ------------------------------------------------------------ 0. sanity */
+
+START_TEST(test_uses_hakmem)
+{
+    void *p = malloc(100);
+    ck_assert_ptr_nonnull(p);
+    size_t us = malloc_usable_size(p);
+    ck_assert_msg(us == 128, "malloc_usable_size(malloc(100)) = %zu, expected 128 "
+                  "(hakmem class size); is the test really linked with hakmem?", us);
+    free(p);
+}
+END_TEST
+
+/* ------------------------------------------------- 1. producer / consumer */
+
+#define PC_PRODUCERS   2
+#define PC_CONSUMERS   2
+#define PC_PER_PROD    1000000
+#define PC_BATCH       64
+#define PC_QCAP        2048          /* items; a multiple of PC_BATCH */
+
+struct pc_item {
+    void    *p;
+    uint32_t size;
+    uint64_t seq;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t  not_full, not_empty;
+    struct pc_item  ring[PC_QCAP];
+    size_t          head, count;
+    int             producers_left;
+} pcq;
+
+static atomic_long pc_produced, pc_verified, pc_bad, pc_freed, pc_null, pc_small_usable;
+
+static void pcq_push(const struct pc_item *items, size_t n)
+{
+    pthread_mutex_lock(&pcq.mu);
+    while (PC_QCAP - pcq.count < n)
+        pthread_cond_wait(&pcq.not_full, &pcq.mu);
+    for (size_t i = 0; i < n; i++)
+        pcq.ring[(pcq.head + pcq.count + i) % PC_QCAP] = items[i];
+    pcq.count += n;
+    pthread_cond_signal(&pcq.not_empty);
+    pthread_mutex_unlock(&pcq.mu);
+}
+
+/* Pops up to max items; returns 0 when producers are done and the queue is empty. */
+static size_t pcq_pop(struct pc_item *items, size_t max)
+{
+    pthread_mutex_lock(&pcq.mu);
+    while (pcq.count == 0 && pcq.producers_left > 0)
+        pthread_cond_wait(&pcq.not_empty, &pcq.mu);
+    size_t n = pcq.count < max ? pcq.count : max;
+    for (size_t i = 0; i < n; i++)
+        items[i] = pcq.ring[(pcq.head + i) % PC_QCAP];
+    pcq.head = (pcq.head + n) % PC_QCAP;
+    pcq.count -= n;
+    if (n > 0)
+        pthread_cond_signal(&pcq.not_full);
+    if (pcq.count > 0)
+        pthread_cond_signal(&pcq.not_empty);
+    pthread_mutex_unlock(&pcq.mu);
+    return n;
+}
+
+static void *pc_producer(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    uint64_t rng = 0x1234567ULL + id * 0x9E3779B97F4A7C15ULL;
+    struct pc_item batch[PC_BATCH];
+    size_t nb = 0;
+    for (uint64_t i = 0; i < PC_PER_PROD; i++) {
+        size_t sz = mixed_size(&rng);
+        void *p = malloc(sz);
+        if (p == NULL) {
+            atomic_fetch_add(&pc_null, 1);
+            continue;
+        }
+        if (malloc_usable_size(p) < sz)
+            atomic_fetch_add(&pc_small_usable, 1);
+        uint64_t seq = ((uint64_t)id << 40) | i;
+        pat_fill(p, sz, seed_of(p, seq));
+        batch[nb].p = p;
+        batch[nb].size = (uint32_t)sz;
+        batch[nb].seq = seq;
+        if (++nb == PC_BATCH) {
+            pcq_push(batch, nb);
+            atomic_fetch_add(&pc_produced, (long)nb);
+            nb = 0;
+        }
+    }
+    if (nb > 0) {
+        pcq_push(batch, nb);
+        atomic_fetch_add(&pc_produced, (long)nb);
+    }
+    pthread_mutex_lock(&pcq.mu);
+    pcq.producers_left--;
+    pthread_cond_broadcast(&pcq.not_empty);
+    pthread_mutex_unlock(&pcq.mu);
+    return NULL;
+}
+
+static void *pc_consumer(void *arg)
+{
+    (void)arg;
+    struct pc_item batch[PC_BATCH];
+    size_t n;
+    long ok = 0, bad = 0, freed = 0;
+    while ((n = pcq_pop(batch, PC_BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (pat_check(batch[i].p, batch[i].size, seed_of(batch[i].p, batch[i].seq)))
+                ok++;
+            else
+                bad++;
+            free(batch[i].p);
+            freed++;
+        }
+    }
+    atomic_fetch_add(&pc_verified, ok);
+    atomic_fetch_add(&pc_bad, bad);
+    atomic_fetch_add(&pc_freed, freed);
+    return NULL;
+}
+
+START_TEST(test_producer_consumer)
+{
+    size_t rss0 = rss_bytes();
+    double t0 = now_sec();
+    pthread_mutex_init(&pcq.mu, NULL);
+    pthread_cond_init(&pcq.not_full, NULL);
+    pthread_cond_init(&pcq.not_empty, NULL);
+    pcq.head = pcq.count = 0;
+    pcq.producers_left = PC_PRODUCERS;
+
+    pthread_t prod[PC_PRODUCERS], cons[PC_CONSUMERS];
+    for (uintptr_t i = 0; i < PC_CONSUMERS; i++)
+        ck_assert_int_eq(pthread_create(&cons[i], NULL, pc_consumer, NULL), 0);
+    for (uintptr_t i = 0; i < PC_PRODUCERS; i++)
+        ck_assert_int_eq(pthread_create(&prod[i], NULL, pc_producer, (void *)(i + 1)), 0);
+    for (int i = 0; i < PC_PRODUCERS; i++)
+        ck_assert_int_eq(pthread_join(prod[i], NULL), 0);
+    for (int i = 0; i < PC_CONSUMERS; i++)
+        ck_assert_int_eq(pthread_join(cons[i], NULL), 0);
+
+    size_t rss1 = rss_bytes();
+    fprintf(stderr, "# producer/consumer: %ld blocks in %.2f s, rss %zu -> %zu KiB\n",
+            atomic_load(&pc_produced), now_sec() - t0, rss0 / 1024, rss1 / 1024);
+
+    ck_assert_int_eq(atomic_load(&pc_null), 0);
+    ck_assert_int_eq(atomic_load(&pc_small_usable), 0);
+    ck_assert_int_eq(atomic_load(&pc_produced), (long)PC_PRODUCERS * PC_PER_PROD);
+    ck_assert_int_eq(atomic_load(&pc_bad), 0);
+    ck_assert_int_eq(atomic_load(&pc_verified), (long)PC_PRODUCERS * PC_PER_PROD);
+    ck_assert_int_eq(atomic_load(&pc_freed), (long)PC_PRODUCERS * PC_PER_PROD);
+    ck_assert_uint_eq(pcq.count, 0);
+    ck_assert_msg(rss1 < rss0 + 256 * MiB, "RSS grew from %zu KiB to %zu KiB",
+                  rss0 / 1024, rss1 / 1024);
+}
+END_TEST
+
+/* ------------------------------------------- 2. many short-lived threads */
+
+#define SL_BATCHES     20
+#define SL_PER_BATCH   64
+#define SL_BLOCKS      300
+#define SL_HANDOFF     8         /* blocks handed to main, and as many to the next batch */
+
+struct sl_block {
+    void    *p;
+    size_t   size;
+    uint64_t seq;
+};
+
+struct sl_arg {
+    int               batch, idx;
+    struct sl_block  *inbox;     /* from the previous batch: verify and free */
+    size_t            ninbox;
+    struct sl_block   to_main[SL_HANDOFF];
+    struct sl_block   to_next[SL_HANDOFF];
+};
+
+static atomic_long sl_ok, sl_bad, sl_null, sl_allocs, sl_frees;
+
+static int sl_verify_free(struct sl_block *b)
+{
+    int ok = pat_check(b->p, b->size, seed_of(b->p, b->seq));
+    free(b->p);
+    b->p = NULL;
+    return ok;
+}
+
+static size_t sl_size(uint64_t *rng)
+{
+    uint64_t r = rng_next(rng);
+    switch (r % 8) {
+    case 0: return 1 + (r >> 8) % 8192;
+    case 1: return 1 + (r >> 8) % 65536;
+    default: return 1 + (r >> 8) % 512;
+    }
+}
+
+static void *sl_thread(void *varg)
+{
+    struct sl_arg *a = varg;
+    uint64_t rng = mix64(((uint64_t)a->batch << 20) | (uint64_t)a->idx) | 1;
+    struct sl_block blocks[SL_BLOCKS];
+    long ok = 0, bad = 0, nul = 0, allocs = 0, frees = 0;
+
+    /* Frees of blocks whose owner thread has exited. */
+    for (size_t i = 0; i < a->ninbox; i++) {
+        if (sl_verify_free(&a->inbox[i]))
+            ok++;
+        else
+            bad++;
+        frees++;
+    }
+
+    for (int i = 0; i < SL_BLOCKS; i++) {
+        blocks[i].size = sl_size(&rng);
+        blocks[i].seq = ((uint64_t)a->batch << 32) | ((uint64_t)a->idx << 16) | (uint64_t)i;
+        blocks[i].p = malloc(blocks[i].size);
+        if (blocks[i].p == NULL) {
+            nul++;
+            blocks[i].size = 0;
+            continue;
+        }
+        allocs++;
+        pat_fill(blocks[i].p, blocks[i].size, seed_of(blocks[i].p, blocks[i].seq));
+        /* free some of the earlier ones as we go, and reallocate them */
+        if (i >= 10 && (rng_next(&rng) & 3) == 0) {
+            int j = (int)(rng_next(&rng) % (uint64_t)i);
+            if (blocks[j].p != NULL) {
+                if (sl_verify_free(&blocks[j]))
+                    ok++;
+                else
+                    bad++;
+                frees++;
+                blocks[j].size = sl_size(&rng);
+                blocks[j].seq ^= 1ULL << 31;
+                blocks[j].p = malloc(blocks[j].size);
+                if (blocks[j].p == NULL) {
+                    nul++;
+                } else {
+                    allocs++;
+                    pat_fill(blocks[j].p, blocks[j].size, seed_of(blocks[j].p, blocks[j].seq));
+                }
+            }
+        }
+    }
+
+    /* Hand the first 2*SL_HANDOFF live blocks away; free the rest here. */
+    int nm = 0, nn = 0;
+    memset(a->to_main, 0, sizeof a->to_main);
+    memset(a->to_next, 0, sizeof a->to_next);
+    for (int i = 0; i < SL_BLOCKS; i++) {
+        if (blocks[i].p == NULL)
+            continue;
+        if (nm < SL_HANDOFF) {
+            a->to_main[nm++] = blocks[i];
+        } else if (nn < SL_HANDOFF) {
+            a->to_next[nn++] = blocks[i];
+        } else {
+            if (sl_verify_free(&blocks[i]))
+                ok++;
+            else
+                bad++;
+            frees++;
+        }
+    }
+    atomic_fetch_add(&sl_ok, ok);
+    atomic_fetch_add(&sl_bad, bad);
+    atomic_fetch_add(&sl_null, nul);
+    atomic_fetch_add(&sl_allocs, allocs);
+    atomic_fetch_add(&sl_frees, frees);
+    return NULL;
+}
+
+START_TEST(test_short_lived_threads)
+{
+    size_t rss0 = rss_bytes();
+    static struct sl_arg args[2][SL_PER_BATCH];
+    pthread_t tids[SL_PER_BATCH];
+    long main_ok = 0, main_bad = 0, main_frees = 0;
+    int cur = 0;
+
+    memset(args, 0, sizeof args);
+    for (int b = 0; b < SL_BATCHES; b++) {
+        struct sl_arg *prev = b > 0 ? args[cur ^ 1] : NULL;
+        for (int t = 0; t < SL_PER_BATCH; t++) {
+            struct sl_arg *a = &args[cur][t];
+            a->batch = b;
+            a->idx = t;
+            a->inbox = prev ? prev[t].to_next : NULL;
+            a->ninbox = prev ? SL_HANDOFF : 0;
+            int rc = pthread_create(&tids[t], NULL, sl_thread, a);
+            ck_assert_msg(rc == 0, "pthread_create failed in batch %d: %s", b, strerror(rc));
+        }
+        for (int t = 0; t < SL_PER_BATCH; t++)
+            ck_assert_int_eq(pthread_join(tids[t], NULL), 0);
+        /* All threads of this batch have exited: their regions are abandoned. */
+        for (int t = 0; t < SL_PER_BATCH; t++) {
+            for (int k = 0; k < SL_HANDOFF; k++) {
+                struct sl_block *blk = &args[cur][t].to_main[k];
+                ck_assert_ptr_nonnull(blk->p);
+                if (sl_verify_free(blk))
+                    main_ok++;
+                else
+                    main_bad++;
+                main_frees++;
+            }
+        }
+        cur ^= 1;
+    }
+    /* The last batch's to_next blocks: nobody follows, free them here. */
+    for (int t = 0; t < SL_PER_BATCH; t++) {
+        for (int k = 0; k < SL_HANDOFF; k++) {
+            struct sl_block *blk = &args[cur ^ 1][t].to_next[k];
+            ck_assert_ptr_nonnull(blk->p);
+            if (sl_verify_free(blk))
+                main_ok++;
+            else
+                main_bad++;
+            main_frees++;
+        }
+    }
+    size_t rss1 = rss_bytes();
+    fprintf(stderr, "# short-lived: %ld allocs, rss %zu -> %zu KiB\n",
+            atomic_load(&sl_allocs), rss0 / 1024, rss1 / 1024);
+
+    ck_assert_int_eq(atomic_load(&sl_null), 0);
+    ck_assert_int_eq(atomic_load(&sl_bad), 0);
+    ck_assert_int_eq(main_bad, 0);
+    /* every allocation was verified and freed exactly once */
+    ck_assert_int_ge(atomic_load(&sl_allocs), (long)SL_BATCHES * SL_PER_BATCH * SL_BLOCKS);
+    ck_assert_int_eq(atomic_load(&sl_frees) + main_frees, atomic_load(&sl_allocs));
+    ck_assert_int_eq(atomic_load(&sl_ok) + main_ok, atomic_load(&sl_allocs));
+    ck_assert_int_eq(main_frees, (long)SL_BATCHES * SL_PER_BATCH * SL_HANDOFF + SL_PER_BATCH * SL_HANDOFF);
+    ck_assert_msg(rss1 < rss0 + 256 * MiB, "RSS grew from %zu KiB to %zu KiB",
+                  rss0 / 1024, rss1 / 1024);
+}
+END_TEST
+
+/* --------------------------------------------------- 3. concurrent realloc */
+
+#define RA_THREADS     4
+#define RA_BUFS        4
+#define RA_STEPS       1200
+#define RA_MAX         (2 * MiB)
+
+static atomic_long ra_steps, ra_bad, ra_null, ra_small_usable;
+
+static int ra_check(const uint8_t *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != rpat(seed, i))
+            return 0;
+    return 1;
+}
+
+static void ra_fill(uint8_t *p, size_t from, size_t to, uint64_t seed)
+{
+    for (size_t i = from; i < to; i++)
+        p[i] = rpat(seed, i);
+}
+
+/* realloc buf from *cur to n bytes, check the kept prefix, fill the rest. */
+static uint8_t *ra_step(uint8_t *buf, size_t *cur, size_t n, uint64_t seed,
+                        long *steps, long *bad, long *nul, long *small)
+{
+    uint8_t *q = realloc(buf, n);
+    (*steps)++;
+    if (q == NULL) {
+        (*nul)++;
+        return buf;                 /* old block still valid */
+    }
+    if (malloc_usable_size(q) < n)
+        (*small)++;
+    size_t keep = *cur < n ? *cur : n;
+    if (!ra_check(q, keep, seed))
+        (*bad)++;
+    ra_fill(q, keep, n, seed);
+    *cur = n;
+    return q;
+}
+
+static void *ra_thread(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    uint64_t rng = mix64(0xabcdef + id) | 1;
+    uint8_t *bufs[RA_BUFS] = {0};
+    size_t sizes[RA_BUFS] = {0};
+    uint64_t seeds[RA_BUFS];
+    long steps = 0, bad = 0, nul = 0, small = 0;
+
+    for (int b = 0; b < RA_BUFS; b++)
+        seeds[b] = mix64((id << 8) | (uint64_t)b) | 0x0101010101010101ULL;
+
+    /* Deterministic sweep on buffer 0: grow 1 B -> 2 MiB, then shrink back to 1 B. */
+    for (size_t n = 1; n <= RA_MAX; n = n + n / 3 + 1)
+        bufs[0] = ra_step(bufs[0], &sizes[0], n, seeds[0], &steps, &bad, &nul, &small);
+    bufs[0] = ra_step(bufs[0], &sizes[0], RA_MAX, seeds[0], &steps, &bad, &nul, &small);
+    for (size_t n = RA_MAX; n >= 1; n = n - n / 3 - 1)
+        bufs[0] = ra_step(bufs[0], &sizes[0], n, seeds[0], &steps, &bad, &nul, &small);
+
+    /* Random walk on all buffers; sizes log-uniform in [1, 2 MiB]. */
+    for (int s = 0; s < RA_STEPS; s++) {
+        int b = (int)(rng_next(&rng) % RA_BUFS);
+        uint64_t r = rng_next(&rng);
+        unsigned bits = (unsigned)(r % 22);          /* 0..21 */
+        size_t n = ((size_t)1 << bits) + ((r >> 8) & (((size_t)1 << bits) - 1));
+        if (n > RA_MAX)
+            n = RA_MAX;
+        if (n == 0)
+            n = 1;
+        /* small relative step sometimes (in-place grow/shrink paths) */
+        if ((r >> 40) % 4 == 0 && sizes[b] > 0) {
+            size_t d = 1 + (r >> 44) % 64;
+            n = ((r >> 50) & 1) ? sizes[b] + d : (sizes[b] > d ? sizes[b] - d : 1);
+            if (n > RA_MAX)
+                n = RA_MAX;
+        }
+        bufs[b] = ra_step(bufs[b], &sizes[b], n, seeds[b], &steps, &bad, &nul, &small);
+    }
+    for (int b = 0; b < RA_BUFS; b++) {
+        if (bufs[b] != NULL && !ra_check(bufs[b], sizes[b], seeds[b]))
+            bad++;
+        free(bufs[b]);
+    }
+    atomic_fetch_add(&ra_steps, steps);
+    atomic_fetch_add(&ra_bad, bad);
+    atomic_fetch_add(&ra_null, nul);
+    atomic_fetch_add(&ra_small_usable, small);
+    return NULL;
+}
+
+START_TEST(test_concurrent_realloc)
+{
+    pthread_t t[RA_THREADS];
+    for (uintptr_t i = 0; i < RA_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, ra_thread, (void *)i), 0);
+    for (int i = 0; i < RA_THREADS; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    ck_assert_int_eq(atomic_load(&ra_null), 0);
+    ck_assert_int_eq(atomic_load(&ra_small_usable), 0);
+    ck_assert_int_eq(atomic_load(&ra_bad), 0);
+    ck_assert_int_ge(atomic_load(&ra_steps), (long)RA_THREADS * RA_STEPS);
+}
+END_TEST
+
+/* ------------------------------------------------------------ 4/5. fork */
+
+#define FK_WAIT_SEC    10.0
+#define FK_HELD        64          /* blocks allocated before fork, freed in the child */
+
+static atomic_int fk_stop;
+static atomic_long fk_bg_iters, fk_bg_bad;
+
+/* Blocks allocated by a background thread and left untouched afterwards: a child
+ * frees them although their owner thread does not exist in the child. */
+struct fk_held {
+    void    *p[FK_HELD];
+    size_t   size[FK_HELD];
+    atomic_int ready;
+};
+static struct fk_held fk_held;
+
+static void *fk_background(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    uint64_t rng = mix64(0x5151 + id) | 1;
+    void *live[32] = {0};
+    size_t lsz[32] = {0};
+    uint64_t lseq[32] = {0};
+    long bad = 0, iters = 0;
+
+    if (id == 0) {
+        for (int i = 0; i < FK_HELD; i++) {
+            size_t sz = i % 8 == 7 ? 300 * KiB + (size_t)i : 16 + (size_t)i * 97;
+            fk_held.p[i] = malloc(sz);
+            fk_held.size[i] = sz;
+            if (fk_held.p[i] != NULL)
+                pat_fill(fk_held.p[i], sz, seed_of(fk_held.p[i], 777));
+        }
+        atomic_store(&fk_held.ready, 1);
+    }
+    while (!atomic_load_explicit(&fk_stop, memory_order_relaxed)) {
+        unsigned k = (unsigned)(rng_next(&rng) % 32);
+        if (live[k] != NULL) {
+            if (!pat_check(live[k], lsz[k], seed_of(live[k], lseq[k])))
+                bad++;
+            free(live[k]);
+            live[k] = NULL;
+        }
+        uint64_t r = rng_next(&rng);
+        size_t sz = r % 16 == 0 ? (r >> 8) % (1536 * KiB) + 1 : (r >> 8) % 4096 + 1;
+        live[k] = malloc(sz);
+        if (live[k] != NULL) {
+            /* touch only a prefix of big blocks to keep the loop fast */
+            lsz[k] = sz > 8192 ? 8192 : sz;
+            lseq[k] = (uint64_t)iters;
+            pat_fill(live[k], lsz[k], seed_of(live[k], lseq[k]));
+        } else {
+            bad++;
+        }
+        iters++;
+    }
+    for (int k = 0; k < 32; k++) {
+        if (live[k] != NULL && !pat_check(live[k], lsz[k], seed_of(live[k], lseq[k])))
+            bad++;
+        free(live[k]);
+    }
+    atomic_fetch_add(&fk_bg_iters, iters);
+    atomic_fetch_add(&fk_bg_bad, bad);
+    return NULL;
+}
+
+/* A thread started inside the child: the allocator must be fully usable there. */
+static void *fk_child_thread(void *arg)
+{
+    uint64_t rng = (uint64_t)(uintptr_t)arg | 1;
+    void *p[64];
+    size_t sz[64];
+    for (int i = 0; i < 64; i++) {
+        sz[i] = 1 + rng_next(&rng) % (i % 16 == 0 ? 1536 * KiB : 4096);
+        p[i] = malloc(sz[i]);
+        if (p[i] == NULL)
+            return (void *)1;
+        pat_fill(p[i], sz[i], seed_of(p[i], (uint64_t)i));
+    }
+    for (int i = 0; i < 64; i++) {
+        if (!pat_check(p[i], sz[i], seed_of(p[i], (uint64_t)i)))
+            return (void *)2;
+        /* half freed here, half handed back to the child's main thread */
+        if (i % 2 == 0) {
+            free(p[i]);
+            p[i] = NULL;
+        }
+    }
+    void **out = malloc(sizeof p);
+    if (out == NULL)
+        return (void *)3;
+    memcpy(out, p, sizeof p);
+    return out;
+}
+
+/* The child's work.  Returns the exit code: 0 ok, else which check failed. */
+static int fk_child_work(unsigned salt)
+{
+    uint64_t rng = mix64(0xC0FFEE ^ salt ^ ((uint64_t)getpid() << 20)) | 1;
+    enum { N = 256 };
+    void *p[N] = {0};
+    size_t sz[N] = {0};
+
+    /* Blocks the parent's background thread allocated before the fork. */
+    if (atomic_load(&fk_held.ready) && salt % 2 == 0) {
+        for (int i = 0; i < FK_HELD; i++) {
+            if (fk_held.p[i] == NULL)
+                continue;
+            if (!pat_check(fk_held.p[i], fk_held.size[i], seed_of(fk_held.p[i], 777)))
+                return 10;
+            free(fk_held.p[i]);
+        }
+    }
+    for (int round = 0; round < 4000; round++) {
+        int k = (int)(rng_next(&rng) % N);
+        if (p[k] != NULL) {
+            if (!pat_check(p[k], sz[k], seed_of(p[k], (uint64_t)k)))
+                return 11;
+            free(p[k]);
+        }
+        uint64_t r = rng_next(&rng);
+        size_t n;
+        switch (r % 16) {
+        case 0: n = 1 * MiB; break;
+        case 1: n = 1 * MiB + (r >> 8) % (512 * KiB); break;
+        case 2: case 3: n = 1 + (r >> 8) % (256 * KiB); break;
+        default: n = 1 + (r >> 8) % 2048; break;
+        }
+        p[k] = malloc(n);
+        if (p[k] == NULL)
+            return 12;
+        if (malloc_usable_size(p[k]) < n)
+            return 13;
+        sz[k] = n;
+        pat_fill(p[k], n, seed_of(p[k], (uint64_t)k));
+    }
+    for (int k = 0; k < N; k++) {
+        if (p[k] != NULL) {
+            if (!pat_check(p[k], sz[k], seed_of(p[k], (uint64_t)k)))
+                return 14;
+            free(p[k]);
+        }
+    }
+    /* a thread in the child; blocks it leaves behind are freed here after it exited */
+    pthread_t t;
+    void *ret = NULL;
+    if (pthread_create(&t, NULL, fk_child_thread, (void *)(uintptr_t)(salt * 7919u + 1)) != 0)
+        return 18;
+    if (pthread_join(t, &ret) != 0)
+        return 19;
+    if ((uintptr_t)ret < 16)
+        return 20 + (int)(uintptr_t)ret;
+    void **left = ret;
+    for (int i = 1; i < 64; i += 2)
+        free(left[i]);
+    free(left);
+    void *c = calloc(1000, 1000);
+    if (c == NULL)
+        return 15;
+    for (size_t i = 0; i < 1000 * 1000; i += 4096)
+        if (((char *)c)[i] != 0)
+            return 16;
+    c = realloc(c, 3 * MiB);
+    if (c == NULL)
+        return 17;
+    free(c);
+    return 0;
+}
+
+/* Wait for pid with a deadline; kills it on timeout.  Returns the wait status,
+ * or -1 on timeout / waitpid error. */
+static int wait_deadline(pid_t pid, double secs)
+{
+    double deadline = now_sec() + secs;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return st;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (now_sec() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        usleep(1000);
+    }
+}
+
+struct fk_result {
+    int forks, ok, timeouts, failed, fork_errors;
+    int last_status;
+};
+
+static void fk_do_forks(int n, unsigned salt, struct fk_result *res)
+{
+    for (int i = 0; i < n; i++) {
+        /* the forking thread allocates too, so it holds heap state at fork time */
+        void *mine = malloc(64 + (size_t)i * 13);
+        pid_t pid = fork();
+        if (pid < 0) {
+            res->fork_errors++;
+            free(mine);
+            continue;
+        }
+        if (pid == 0) {
+            alarm((unsigned)FK_WAIT_SEC + 5);   /* in case the parent is gone */
+            free(mine);
+            _exit(fk_child_work(salt + (unsigned)i));
+        }
+        free(mine);
+        res->forks++;
+        int st = wait_deadline(pid, FK_WAIT_SEC);
+        if (st == -1) {
+            res->timeouts++;
+        } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            res->ok++;
+        } else {
+            res->failed++;
+            res->last_status = st;
+        }
+    }
+}
+
+static void fk_start_background(pthread_t *t, int n)
+{
+    atomic_store(&fk_stop, 0);
+    atomic_store(&fk_bg_iters, 0);
+    atomic_store(&fk_bg_bad, 0);
+    for (uintptr_t i = 0; i < (uintptr_t)n; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, fk_background, (void *)i), 0);
+    /* let the background threads get going (and fk_held be filled) */
+    for (int i = 0; i < 2000 && !atomic_load(&fk_held.ready); i++)
+        usleep(1000);
+    ck_assert_int_eq(atomic_load(&fk_held.ready), 1);
+}
+
+static void fk_stop_background(pthread_t *t, int n)
+{
+    atomic_store(&fk_stop, 1);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    ck_assert_int_eq(atomic_load(&fk_bg_bad), 0);
+    ck_assert_int_gt(atomic_load(&fk_bg_iters), 0);
+    for (int i = 0; i < FK_HELD; i++) {
+        ck_assert_ptr_nonnull(fk_held.p[i]);
+        ck_assert(pat_check(fk_held.p[i], fk_held.size[i], seed_of(fk_held.p[i], 777)));
+        free(fk_held.p[i]);
+        fk_held.p[i] = NULL;
+    }
+    atomic_store(&fk_held.ready, 0);
+}
+
+static void fk_report(const char *what, const struct fk_result *r, int expect)
+{
+    ck_assert_msg(r->fork_errors == 0, "%s: %d fork() errors", what, r->fork_errors);
+    ck_assert_msg(r->timeouts == 0, "%s: %d of %d children did not finish within %.0f s "
+                  "(deadlock after fork?)", what, r->timeouts, r->forks, FK_WAIT_SEC);
+    ck_assert_msg(r->failed == 0, "%s: %d of %d children failed; last %s %d", what,
+                  r->failed, r->forks,
+                  WIFEXITED(r->last_status) ? "exit status" : "signal",
+                  WIFEXITED(r->last_status) ? WEXITSTATUS(r->last_status) : WTERMSIG(r->last_status));
+    ck_assert_int_eq(r->forks, expect);
+    ck_assert_int_eq(r->ok, expect);
+}
+
+START_TEST(test_fork_while_allocating)
+{
+    pthread_t bg[1];
+    struct fk_result res = {0};
+    fk_start_background(bg, 1);
+    fk_do_forks(50, 0, &res);
+    fk_stop_background(bg, 1);
+    fk_report("fork", &res, 50);
+}
+END_TEST
+
+#define FM_FORKERS     2
+#define FM_FORKS       20
+#define FM_ALLOCATORS  2
+
+struct fm_arg {
+    int idx;
+    struct fk_result res;
+};
+
+static void *fm_forker(void *varg)
+{
+    struct fm_arg *a = varg;
+    fk_do_forks(FM_FORKS, 1000u * (unsigned)(a->idx + 1), &a->res);
+    return NULL;
+}
+
+START_TEST(test_fork_from_many_threads)
+{
+    pthread_t bg[FM_ALLOCATORS], fk[FM_FORKERS];
+    struct fm_arg args[FM_FORKERS];
+    memset(args, 0, sizeof args);
+    fk_start_background(bg, FM_ALLOCATORS);
+    for (int i = 0; i < FM_FORKERS; i++) {
+        args[i].idx = i;
+        ck_assert_int_eq(pthread_create(&fk[i], NULL, fm_forker, &args[i]), 0);
+    }
+    for (int i = 0; i < FM_FORKERS; i++)
+        ck_assert_int_eq(pthread_join(fk[i], NULL), 0);
+    fk_stop_background(bg, FM_ALLOCATORS);
+    for (int i = 0; i < FM_FORKERS; i++)
+        fk_report("fork-mt", &args[i].res, FM_FORKS);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ main */
+
+static Suite *threads_suite(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc;
+
+    tc = tcase_create("sanity");
+    tcase_add_test(tc, test_uses_hakmem);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("producer_consumer");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_producer_consumer);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("short_lived");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_short_lived_threads);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("realloc");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_concurrent_realloc);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fork");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_fork_while_allocating);
+    tcase_add_test(tc, test_fork_from_many_threads);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(threads_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

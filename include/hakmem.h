@@ -4,6 +4,7 @@
 #define HAKMEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,6 +21,19 @@ void  *hak_memalign(size_t alignment, size_t size);
 void  *hak_valloc(size_t size);
 void  *hak_pvalloc(size_t size);
 size_t hak_malloc_usable_size(void *ptr);
+
+/* Policy: compiled defaults <- INI file (HAKMEM_CONFIG) <- HAKMEM_* variables.
+ * hak_policy_load() replaces the INI layer at run time and starts a new epoch; each
+ * thread follows from its next malloc or free.  Returns 0, or -1 after reporting on
+ * stderr what was wrong (a file that cannot be used leaves the policy unchanged). */
+int hak_policy_load(const char *path);
+
+/* Every effective setting: name ("slots.capacity", "route.C5" ...), value, and where
+ * it came from ("default", "ini FILE:LINE", "env VAR"). */
+typedef void (*hak_policy_fn)(const char *name, const char *value, const char *source, void *ctx);
+void hak_policy_foreach(hak_policy_fn fn, void *ctx);
+int  hak_policy_get(const char *name, char *value, size_t vlen, char *source, size_t slen);
+uint64_t hak_policy_epoch(void);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
         struct region *r = region_of_block(p);
         l->head = region_link_decode(r, p, *(void **)p);
         l->count--;
-        region_tag_set_live(r, p, cls);
+        hot_tag_live(h, r, p, cls);
         return p;
     }
     return cold_malloc(h, n);

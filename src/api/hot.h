@@ -9,6 +9,21 @@
 
 void *api_malloc_mid(struct heap *h, size_t n);
 
+/* Phase 90 compiled in: the tag write is forced inline, or with the phase off at run
+ * time an out-of-line call (the A/B pair).  Compiled out: the compiler decides. */
+HAK_INLINE void hot_tag_live(struct heap *h, struct region *r, void *p, unsigned cls)
+{
+#if HAK_PHASE90
+    if (likely(h->snap.phase90))
+        region_tag_set_live(r, p, cls);
+    else
+        region_tag_set_live_call(r, p, cls);
+#else
+    (void)h;
+    region_tag_set_live(r, p, cls);
+#endif
+}
+
 HAK_INLINE void *hot_malloc(size_t n)
 {
     struct heap *h = heap_tls;
@@ -18,7 +33,7 @@ HAK_INLINE void *hot_malloc(size_t n)
             struct slots_bin *s = &h->slots[cls];
             if (likely(s->count != 0)) {
                 void *p = s->items[--s->count];
-                region_tag_set_live(region_of_tiny(p), p, cls);
+                hot_tag_live(h, region_of_tiny(p), p, cls);
                 return p;
             }
         } else if (route >= ROUTE_TLIST) {
@@ -28,7 +43,7 @@ HAK_INLINE void *hot_malloc(size_t n)
                 struct region *r = region_of_tiny(p);
                 l->head = region_link_decode(r, p, *(void **)p);
                 l->count--;
-                region_tag_set_live(r, p, cls);
+                hot_tag_live(h, r, p, cls);
                 return p;
             }
         }
@@ -56,14 +71,15 @@ HAK_INLINE void hot_free(void *ptr)
         return;
     }
     unsigned cls = r->cls;
+    unsigned route = route_of_class(&h->snap, cls);
     *tag = (uint8_t)TAG_FREE(cls);
-    if (likely(h->snap.route[cls] == ROUTE_SLOTS)) {
+    if (likely(route == ROUTE_SLOTS)) {
         struct slots_bin *s = &h->slots[cls];
         if (likely(s->count < s->cap)) {
             s->items[s->count++] = ptr;
             return;
         }
-    } else {
+    } else if (likely(route != ROUTE_NONE)) {
         struct list_bin *l = &h->lists[cls];
         if (likely(l->count < l->max)) {
             *(void **)ptr = region_link_encode(r, ptr, l->head);

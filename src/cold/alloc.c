@@ -182,6 +182,12 @@ oom:
     return NULL;
 }
 
+static void heap_check_epoch(struct heap *h)
+{
+    if (h->snap.epoch != atomic_load_explicit(&policy_epoch, memory_order_relaxed))
+        cold_heap_refresh(h);
+}
+
 HAK_COLD void *cold_malloc(struct heap *h, size_t n)
 {
     if (unlikely(n > PTRDIFF_MAX)) {
@@ -194,8 +200,8 @@ HAK_COLD void *cold_malloc(struct heap *h, size_t n)
             errno = ENOMEM;
             return NULL;
         }
-    } else if (h->snap.epoch != atomic_load_explicit(&policy_epoch, memory_order_relaxed)) {
-        cold_heap_refresh(h);
+    } else {
+        heap_check_epoch(h);
     }
     if (n > HAK_MID_MAX)
         return large_alloc(n, 0, 0);
@@ -240,8 +246,10 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
     region_put(h, p);
 }
 
+/* The hot free's cache was full, or its route was ROUTE_NONE (a new policy). */
 HAK_COLD void cold_free_spill(struct heap *h, void *p, struct region *r)
 {
+    heap_check_epoch(h);
     heap_cache_push(h, p, r);
 }
 
@@ -327,7 +335,7 @@ HAK_COLD void cold_heap_flush(struct heap *h)
 HAK_COLD void cold_heap_refresh(struct heap *h)
 {
     struct policy_snapshot old = h->snap;
-    policy_snapshot_build(&h->snap);
+    cold_heap_snapshot(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
         if (old.route[c] != h->snap.route[c] || (c < HAK_NTINY && h->snap.slots_cap < h->slots[c].count))
             heap_flush_class(h, c);

@@ -40,6 +40,7 @@ struct heap *cold_heap_acquire(void);
 void  cold_heap_thread_exit(void *heap);
 void  cold_heap_lock(void);
 void  cold_heap_unlock(void);
+void  cold_heap_snapshot(struct heap *h);
 void  cold_heap_after_fork_child(void);
 
 /* large.c: allocations above the mid classes, straight from the OS */
@@ -51,6 +52,11 @@ void   large_lock(void);
 void   large_unlock(void);
 void   large_reset_lock(void);
 size_t large_cached_bytes(void);
+
+/* publish.c: loading and publishing policies */
+void cold_policy_initial(void);
+void cold_policy_load_config(void);
+void cold_heap_invalidate_all(void);     /* heap.c; caller holds the heap lock */
 
 /* error.c: misuse reports */
 void cold_misuse(const char *call, const void *p, const char *what, int cls);

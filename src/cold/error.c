@@ -45,9 +45,9 @@ HAK_COLD void cold_misuse(const char *call, const void *p, const char *what, int
         put_num(&l, route_classes[cls].size, 10);
         put(&l, " bytes)");
     }
-    put(&l, policy_global.on_misuse_abort ? "; aborting\n" : "; ignored\n");
+    put(&l, policy_now()->on_misuse_abort ? "; aborting\n" : "; ignored\n");
     ssize_t w = write(2, l.buf, l.n);
     (void)w;
-    if (policy_global.on_misuse_abort)
+    if (policy_now()->on_misuse_abort)
         abort();
 }

@@ -24,13 +24,39 @@ static size_t heap_bytes(void)
 
 static void heap_setup(struct heap *h)
 {
+    pthread_mutex_lock(&heaps_mutex);
+    h->live = 1;                     /* before the snapshot: publishers now see this heap */
     policy_snapshot_build(&h->snap);
+    pthread_mutex_unlock(&heaps_mutex);
     for (unsigned c = 0; c < HAK_NTINY; c++)
         h->slots[c].cap = h->snap.slots_cap;
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         h->lists[c].max = route_classes[c].cache_max;
     h->thread = pthread_self();
-    h->live = 1;
+}
+
+/* Every live heap misses on its next malloc or free and rebuilds its snapshot. */
+HAK_COLD void cold_heap_invalidate_all(void)
+{
+    for (struct heap *h = heaps_all; h; h = h->next_heap) {
+        if (!h->live)
+            continue;
+        for (unsigned c = 0; c < HAK_NCLASSES; c++)
+            __atomic_store_n(&h->snap.route[c], ROUTE_NONE, __ATOMIC_RELAXED);
+#if HAK_PHASE91
+        for (unsigned i = 0; i < ROUTE91_ENTRIES; i++)
+            __atomic_store_n(&h->snap.table91[i], 0, __ATOMIC_RELAXED);
+#endif
+    }
+}
+
+/* Rebuilding under the heap lock means a publisher's invalidation is either
+ * before (and we read its policy) or after (and we miss again). */
+HAK_COLD void cold_heap_snapshot(struct heap *h)
+{
+    pthread_mutex_lock(&heaps_mutex);
+    policy_snapshot_build(&h->snap);
+    pthread_mutex_unlock(&heaps_mutex);
 }
 
 HAK_COLD struct heap *cold_heap_acquire(void)

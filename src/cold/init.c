@@ -36,7 +36,7 @@ HAK_COLD void cold_init_core(void)
     int expect = 0;
     if (atomic_compare_exchange_strong(&core_state, &expect, 1)) {
         route_classes_init();
-        policy_defaults(&policy_global);
+        cold_policy_initial();
         atomic_store(&core_state, 2);
         return;
     }
@@ -67,4 +67,5 @@ HAK_COLD void cold_init(void)
 __attribute__((constructor)) static void hak_constructor(void)
 {
     cold_init();
+    cold_policy_load_config();
 }

@@ -155,7 +155,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
 /* Caller holds the lock.  Keeps the mapping if it fits the cache bounds. */
 static void cache_put_locked(struct large_block b, struct large_block *evicted, unsigned *nevicted)
 {
-    size_t cap = policy_global.large_cache_bytes;
+    size_t cap = (size_t)policy_now()->large_cache_bytes;
     if (b.maplen > cap / 2) {
         evicted[(*nevicted)++] = b;
         return;

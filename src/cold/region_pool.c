@@ -168,7 +168,7 @@ HAK_COLD void region_pool_release(struct region *r)
         os_unmap(r, size);
         return;
     }
-    int purge = pool_unpurged + size > policy_global.purge_cap;
+    int purge = pool_unpurged + size > policy_now()->purge_cap;
     if (!pool_push(&pool[pool_index(chunks)], a | (uintptr_t)purge)) {
         pthread_mutex_unlock(&pool_mutex);
         os_unmap(r, size);

@@ -1,40 +1,417 @@
-/* Compiled defaults of the global policy, its epoch, and building a thread's snapshot from it.
- * The snapshot copies the routes so the hot path never reads shared, mutable state. */
+/* Policy keys from keys.def: defaults, parsing and printing values, finding keys by name,
+ * and building a thread's snapshot from the policy in force. */
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "policy.h"
 
-struct policy policy_global;
+const struct policy_key policy_keys[PK_COUNT] = {
+#define POLICY_KEY(id, sec, key, env, type, def, lo, hi, meson, compiled, help) \
+    [PK_##id] = { sec, key, env, type, def, lo, hi, meson, compiled, help },
+#include "keys.def"
+#undef POLICY_KEY
+};
+
+static struct policy policy_initial;
+static const struct policy *_Atomic policy_current = &policy_initial;
 _Atomic uint64_t policy_epoch = 1;
+
+const struct policy *policy_now(void)
+{
+    return atomic_load_explicit(&policy_current, memory_order_acquire);
+}
+
+void policy_install_initial(const struct policy *p)
+{
+    policy_initial = *p;
+    atomic_store(&policy_current, &policy_initial);
+}
+
+/* Publishing later policies (cold/publish.c) swaps this pointer. */
+void policy_swap(const struct policy *p);
+void policy_swap(const struct policy *p)
+{
+    atomic_store(&policy_current, p);
+}
 
 void policy_defaults(struct policy *p)
 {
     memset(p, 0, sizeof *p);
-    for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        p->route[c] = route_classes[c].default_route;
-    for (unsigned c = 4; c < HAK_NTINY; c++)     /* inline slots serve C4-C7 by default */
-        p->route[c] = ROUTE_SLOTS;
-    p->slots_cap = 64;
-    p->phase91 = 1;
-    p->observe = 0;
-    p->on_misuse_abort = HAK_HARDENED;
-    p->purge_cap = (size_t)8 << 20;
-    p->large_cache_bytes = (size_t)32 << 20;
+    for (unsigned k = 0; k < PK_COUNT; k++)
+        if (policy_keys[k].type != PT_ROUTE)
+            policy_set(p, (enum policy_key_id)k, 0, policy_keys[k].def, SRC_DEFAULT, 0, NULL);
+    policy_finalize(p);
+}
+
+/* Effective routes: an explicit [route] Cn wins, else [slots] classes decides. */
+void policy_finalize(struct policy *p)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        if (p->route_set[c])
+            p->route[c] = p->route_set[c];
+        else if (c < HAK_NTINY)
+            p->route[c] = (p->slots_mask >> c) & 1 ? ROUTE_SLOTS : ROUTE_TLIST;
+        else
+            p->route[c] = ROUTE_MID;
+    }
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    static const char *yes[] = { "on", "yes", "true", "1" }, *no[] = { "off", "no", "false", "0" };
+    for (unsigned i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i]))
+            return *out = 1, 1;
+        if (!strcasecmp(v, no[i]))
+            return *out = 0, 1;
+    }
+    return 0;
+}
+
+static int parse_uint(const char *v, uint64_t *out, int with_suffix)
+{
+    uint64_t x = 0;
+    const char *s = v;
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    for (; isdigit((unsigned char)*s); s++) {
+        if (x > (UINT64_MAX - 9) / 10)
+            return 0;
+        x = x * 10 + (uint64_t)(*s - '0');
+    }
+    if (with_suffix && *s) {
+        unsigned shift = 0;
+        switch (tolower((unsigned char)*s)) {
+        case 'k': shift = 10; break;
+        case 'm': shift = 20; break;
+        case 'g': shift = 30; break;
+        case 't': shift = 40; break;
+        default: return 0;
+        }
+        s++;
+        if (!strcasecmp(s, "ib") || !strcasecmp(s, "b"))
+            s += strlen(s);
+        if (x > (UINT64_MAX >> shift))
+            return 0;
+        x <<= shift;
+    }
+    if (*s)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* "C4-C7", "C0,C5", "none" -> bit mask of tiny classes. */
+static int parse_classes(const char *v, uint8_t *mask)
+{
+    if (!strcasecmp(v, "none")) {
+        *mask = 0;
+        return 1;
+    }
+    uint8_t m = 0;
+    const char *s = v;
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        if (toupper((unsigned char)s[0]) != 'C' || s[1] < '0' || s[1] > '7')
+            return 0;
+        unsigned a = (unsigned)(s[1] - '0'), b = a;
+        s += 2;
+        if (*s == '-') {
+            if (toupper((unsigned char)s[1]) != 'C' || s[2] < '0' || s[2] > '7')
+                return 0;
+            b = (unsigned)(s[2] - '0');
+            s += 3;
+            if (b < a)
+                return 0;
+        }
+        for (unsigned c = a; c <= b; c++)
+            m |= (uint8_t)(1u << c);
+        while (*s == ' ')
+            s++;
+        if (*s == 0)
+            break;
+        if (*s++ != ',')
+            return 0;
+    }
+    *mask = m;
+    return 1;
+}
+
+static const char *size_text(uint64_t v, char *buf, size_t len)
+{
+    static const char suffix[] = "KMGT";
+    int i = -1;
+    while (v && (v & 1023) == 0 && i < 3)
+        v >>= 10, i++;
+    if (i < 0)
+        snprintf(buf, len, "%llu", (unsigned long long)v);
+    else
+        snprintf(buf, len, "%llu%c", (unsigned long long)v, suffix[i]);
+    return buf;
+}
+
+const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, const char *v,
+                       uint8_t source, uint32_t line, const char **warning)
+{
+    static __thread char expect[160];
+    const struct policy_key *key = &policy_keys[k];
+    int b;
+    uint64_t u;
+    uint8_t m;
+    char lo[24], hi[24];
+    switch (key->type) {
+    case PT_BOOL:
+        if (!parse_bool(v, &b))
+            return "expected on or off";
+        if (b && !key->compiled) {      /* the program runs on, with the phase off */
+            static __thread char warn[160];
+            snprintf(warn, sizeof warn, "%s is compiled out of this build (meson configure -D%s=true); it stays off",
+                     key->key, key->meson);
+            if (warning)
+                *warning = warn;
+            b = 0;
+        }
+        if (k == PK_PHASE90) p->phase90 = (uint8_t)b;
+        if (k == PK_PHASE91) p->phase91 = (uint8_t)b;
+        if (k == PK_OBSERVE) p->observe = (uint8_t)b;
+        break;
+    case PT_UINT:
+        if (!parse_uint(v, &u, 0) || u < key->lo || u > key->hi) {
+            snprintf(expect, sizeof expect, "expected a whole number from %llu to %llu",
+                     (unsigned long long)key->lo, (unsigned long long)key->hi);
+            return expect;
+        }
+        if (k == PK_SLOTS_CAPACITY) p->slots_cap = (uint16_t)u;
+        break;
+    case PT_SIZE:
+        if (!parse_uint(v, &u, 1) || u < key->lo || u > key->hi) {
+            snprintf(expect, sizeof expect, "expected a size in bytes from %s to %s (suffixes K, M, G)",
+                     size_text(key->lo, lo, sizeof lo), size_text(key->hi, hi, sizeof hi));
+            return expect;
+        }
+        if (k == PK_PURGE_RETAIN) p->purge_cap = u;
+        if (k == PK_LARGE_CACHE) p->large_cache_bytes = u;
+        break;
+    case PT_CLASSES:
+        if (!parse_classes(v, &m))
+            return "expected tiny classes C0-C7 as a list or range (C4-C7, C2,C5) or none";
+        p->slots_mask = m;
+        break;
+    case PT_ROUTE:
+        if (cls < HAK_NTINY) {
+            if (!strcasecmp(v, "slots"))
+                p->route_set[cls] = ROUTE_SLOTS;
+            else if (!strcasecmp(v, "tlist"))
+                p->route_set[cls] = ROUTE_TLIST;
+            else
+                return "expected slots or tlist (tiny classes C0-C7)";
+        } else {
+            if (strcasecmp(v, "mid"))
+                return "expected mid (classes C8-C39 have one route)";
+            p->route_set[cls] = ROUTE_MID;
+        }
+        p->route_origin[cls] = (struct policy_origin){ source, line };
+        return NULL;
+    case PT_STRING:
+        if (!*v || strlen(v) >= sizeof p->observe_output)
+            return "expected stderr or a file path (at most 255 characters)";
+        if (k == PK_OBSERVE_OUTPUT)
+            snprintf(p->observe_output, sizeof p->observe_output, "%s", v);
+        break;
+    case PT_MISUSE:
+        if (!strcasecmp(v, "report"))
+            p->on_misuse_abort = 0;
+        else if (!strcasecmp(v, "abort"))
+            p->on_misuse_abort = 1;
+        else
+            return "expected report or abort";
+        break;
+    }
+    p->origin[k] = (struct policy_origin){ source, line };
+    return NULL;
+}
+
+void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, char *buf, size_t len)
+{
+    char tmp[24];
+    switch (k) {
+    case PK_PHASE90:        snprintf(buf, len, "%s", p->phase90 ? "on" : "off"); break;
+    case PK_PHASE91:        snprintf(buf, len, "%s", p->phase91 ? "on" : "off"); break;
+    case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
+    case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
+    case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
+    case PK_LARGE_CACHE:    snprintf(buf, len, "%s", size_text(p->large_cache_bytes, tmp, sizeof tmp)); break;
+    case PK_OBSERVE_OUTPUT: snprintf(buf, len, "%s", p->observe_output); break;
+    case PK_ON_MISUSE:      snprintf(buf, len, "%s", p->on_misuse_abort ? "abort" : "report"); break;
+    case PK_ROUTE:          snprintf(buf, len, "%s", route_name(p->route[cls])); break;
+    case PK_SLOTS_CLASSES: {
+        size_t n = 0;
+        buf[0] = 0;
+        for (unsigned c = 0; c < HAK_NTINY && n + 4 < len; c++)
+            if ((p->slots_mask >> c) & 1)
+                n += (size_t)snprintf(buf + n, len - n, "%sC%u", n ? "," : "", c);
+        if (n == 0)
+            snprintf(buf, len, "none");
+        break;
+    }
+    default: snprintf(buf, len, "?"); break;
+    }
+}
+
+/* Route keys are "c<n>" (iniparser lowercases keys). */
+static int route_key(const char *key, unsigned *cls)
+{
+    if (tolower((unsigned char)key[0]) != 'c' || !isdigit((unsigned char)key[1]))
+        return 0;
+    unsigned n = 0;
+    const char *s = key + 1;
+    for (; isdigit((unsigned char)*s) && n < 1000; s++)
+        n = n * 10 + (unsigned)(*s - '0');
+    if (*s || n >= HAK_NCLASSES || (key[1] == '0' && key[2]))
+        return 0;
+    *cls = n;
+    return 1;
+}
+
+int policy_section_known(const char *section)
+{
+    for (unsigned k = 0; k < PK_COUNT; k++)
+        if (!strcasecmp(policy_keys[k].section, section))
+            return 1;
+    return 0;
+}
+
+int policy_find(const char *section, const char *key, enum policy_key_id *id, unsigned *cls)
+{
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
+        if (strcasecmp(pk->section, section))
+            continue;
+        if (pk->type == PT_ROUTE ? route_key(key, cls) : !strcasecmp(pk->key, key)) {
+            *id = (enum policy_key_id)k;
+            if (pk->type != PT_ROUTE)
+                *cls = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static unsigned edit_distance(const char *a, const char *b)
+{
+    unsigned row[64], la = (unsigned)strlen(a), lb = (unsigned)strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    for (unsigned j = 0; j <= lb; j++)
+        row[j] = j;
+    for (unsigned i = 1; i <= la; i++) {
+        unsigned prev = row[0];
+        row[0] = i;
+        for (unsigned j = 1; j <= lb; j++) {
+            unsigned cur = row[j];
+            unsigned cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            unsigned best = prev + cost;
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+/* The nearest known "[section] key" to a misspelt one, or NULL when nothing is close. */
+const char *policy_suggest(const char *section, const char *key, char *buf, size_t len)
+{
+    unsigned best = 99, bk = 0;
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
+        if (pk->type == PT_ROUTE)
+            continue;
+        unsigned d = edit_distance(pk->key, key);
+        if (strcasecmp(pk->section, section))
+            d += *section ? edit_distance(pk->section, section) : 3;
+        if (d < best)
+            best = d, bk = k;
+    }
+    if (best > 4)
+        return NULL;
+    snprintf(buf, len, "[%s] %s", policy_keys[bk].section, policy_keys[bk].key);
+    return buf;
+}
+
+const char *policy_suggest_section(const char *section)
+{
+    unsigned best = 99;
+    const char *name = NULL;
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        unsigned d = edit_distance(policy_keys[k].section, section);
+        if (d < best)
+            best = d, name = policy_keys[k].section;
+    }
+    return best <= 3 ? name : NULL;
 }
 
 void policy_snapshot_build(struct policy_snapshot *s)
 {
-    const struct policy *g = &policy_global;
-    s->epoch = atomic_load_explicit(&policy_epoch, memory_order_acquire);
-    memcpy(s->route, g->route, sizeof s->route);
-    for (unsigned c = HAK_NTINY; c < HAK_NCLASSES; c++)   /* slots exist for tiny classes only */
-        if (s->route[c] == ROUTE_SLOTS || s->route[c] == ROUTE_NONE)
-            s->route[c] = ROUTE_MID;
-    s->slots_cap = g->slots_cap;
+    const struct policy *g = policy_now();
+    s->epoch = atomic_load(&policy_epoch);
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        uint8_t r = g->route[c];
+        if (c >= HAK_NTINY && (r == ROUTE_SLOTS || r == ROUTE_NONE))   /* slots exist for tiny classes only */
+            r = ROUTE_MID;
+        __atomic_store_n(&s->route[c], r, __ATOMIC_RELAXED);
+    }
+    s->slots_cap = g->slots_cap ? g->slots_cap : 1;
+    s->phase90 = (uint8_t)(HAK_PHASE90 && g->phase90);
     s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
         unsigned cls = route_class_of(i << 3);
-        s->table91[i] = (uint16_t)(cls | (unsigned)s->route[cls] << 8);
+        __atomic_store_n(&s->table91[i], (uint16_t)(cls | (unsigned)s->route[cls] << 8), __ATOMIC_RELAXED);
     }
 #endif
+}
+
+static const char *source_text(const struct policy *p, struct policy_origin o, const char *env,
+                               unsigned cls, char *buf, size_t len)
+{
+    switch (o.source) {
+    case SRC_INI:
+        snprintf(buf, len, "ini %s:%u", p->file, o.line);
+        break;
+    case SRC_ENV:
+        if (env)
+            snprintf(buf, len, "env %s", env);
+        else
+            snprintf(buf, len, "env HAKMEM_ROUTE_C%u", cls);
+        break;
+    default:
+        snprintf(buf, len, "default");
+    }
+    return buf;
+}
+
+void policy_describe(const struct policy *p, policy_visit_fn fn, void *ctx)
+{
+    char name[64], value[300], src[320];
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
+        if (pk->type != PT_ROUTE) {
+            snprintf(name, sizeof name, "%s.%s", pk->section, pk->key);
+            policy_format(p, (enum policy_key_id)k, 0, value, sizeof value);
+            fn(name, value, source_text(p, p->origin[k], pk->env, 0, src, sizeof src), ctx);
+            continue;
+        }
+        for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+            snprintf(name, sizeof name, "route.C%u", c);
+            policy_format(p, PK_ROUTE, c, value, sizeof value);
+            struct policy_origin o = p->route_origin[c];
+            if (o.source == SRC_DEFAULT && !p->route_set[c] && c < HAK_NTINY)
+                o = p->origin[PK_SLOTS_CLASSES];          /* derived from [slots] classes */
+            fn(name, value, source_text(p, o, NULL, c, src, sizeof src), ctx);
+        }
+    }
 }

@@ -1,32 +1,70 @@
 /* The global policy (defaults <- INI <- environment) and the per-thread snapshot of it.
- * The hot path reads only the snapshot; a thread rebuilds it on its next cold-path entry after the epoch moves. */
+ * The hot path reads only its snapshot; publishing a policy invalidates every snapshot at once. */
 #ifndef HAK_POLICY_H
 #define HAK_POLICY_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "../common/attrs.h"
 #include "../route/classes.h"
 
 #define HAK_SLOTS_CAP_MAX 128
 
+enum policy_type { PT_BOOL, PT_UINT, PT_SIZE, PT_CLASSES, PT_ROUTE, PT_STRING, PT_MISUSE };
+
+enum policy_key_id {
+#define POLICY_KEY(id, ...) PK_##id,
+#include "keys.def"
+#undef POLICY_KEY
+    PK_COUNT
+};
+
+struct policy_key {
+    const char *section, *key, *env;
+    enum policy_type type;
+    const char *def;
+    uint64_t lo, hi;
+    const char *meson;          /* Meson option that compiles it in, "" if always there */
+    int compiled;
+    const char *help;
+};
+
+extern const struct policy_key policy_keys[PK_COUNT];
+
+enum policy_source { SRC_DEFAULT = 0, SRC_INI, SRC_ENV };
+
+/* Where one setting came from: default, a file and line, or a variable. */
+struct policy_origin {
+    uint8_t source;
+    uint32_t line;
+};
+
 struct policy {
-    uint8_t  route[HAK_NCLASSES];    /* route per class */
-    uint16_t slots_cap;              /* inline-slot capacity per class, 1..HAK_SLOTS_CAP_MAX */
-    uint8_t  phase91;                /* runtime switch; effective only if compiled in */
-    uint8_t  observe;
-    uint8_t  on_misuse_abort;        /* report then abort, as glibc does */
-    size_t   purge_cap;              /* bytes of empty regions kept unpurged (all heaps) */
-    size_t   large_cache_bytes;      /* bound of the large-block cache */
+    uint8_t  route[HAK_NCLASSES];        /* effective route per class (derived) */
+    uint8_t  route_set[HAK_NCLASSES];    /* explicit [route] Cn, 0 = derive from [slots] */
+    uint8_t  slots_mask;                 /* tiny classes with inline slots */
+    uint16_t slots_cap;                  /* 1..HAK_SLOTS_CAP_MAX */
+    uint8_t  phase90, phase91, observe;  /* effective: 0 when compiled out */
+    uint8_t  on_misuse_abort;
+    uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
+    uint64_t large_cache_bytes;
+    char     observe_output[256];
+    char     file[256];                  /* the INI file loaded, "" if none */
+    struct policy_origin origin[PK_COUNT];
+    struct policy_origin route_origin[HAK_NCLASSES];
 };
 
 /* Phase 91 entry: class in the low byte, route in the high byte. */
 #define ROUTE91_INDEX(n) (((n) + 7) >> 3)
 #define ROUTE91_ENTRIES  (ROUTE91_INDEX(HAK_TINY_MAX) + 1)
 
+/* The route bytes and table are read by the owner's hot path with relaxed atomic
+ * loads and overwritten with ROUTE_NONE by a publisher: that is how a new policy
+ * reaches a thread that never misses (src/cold/publish.c). */
 struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES];
-    uint8_t  phase91;
+    uint8_t  phase90, phase91;
     uint16_t slots_cap;
     uint64_t epoch;
 #if HAK_PHASE91
@@ -34,10 +72,39 @@ struct policy_snapshot {
 #endif
 };
 
-extern struct policy policy_global;
 extern _Atomic uint64_t policy_epoch;
 
-void policy_defaults(struct policy *p);
+/* The policy in force: immutable once published. */
+const struct policy *policy_now(void);
+void policy_install_initial(const struct policy *p);   /* start-up only, before any heap */
 void policy_snapshot_build(struct policy_snapshot *s);
+
+/* policy.c: defaults, values, names */
+void policy_defaults(struct policy *p);
+void policy_finalize(struct policy *p);
+/* Parses `value` for key k (class cls for PT_ROUTE) into p.  Returns NULL or what was
+ * expected; *warning (if given) is set when a compiled-out phase was switched on. */
+const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, const char *value,
+                       uint8_t source, uint32_t line, const char **warning);
+void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, char *buf, size_t len);
+int  policy_find(const char *section, const char *key, enum policy_key_id *k, unsigned *cls);
+const char *policy_suggest(const char *section, const char *key, char *buf, size_t len);
+int  policy_section_known(const char *section);
+const char *policy_suggest_section(const char *section);
+
+/* Problems found while loading, one line each (without the "hakmem: " prefix). */
+typedef void (*policy_report_fn)(void *ctx, int is_error, const char *line);
+
+/* Every effective setting as "section.key", its value, and where it came from
+ * ("default", "ini FILE:LINE" or "env VAR"). */
+typedef void (*policy_visit_fn)(const char *name, const char *value, const char *source, void *ctx);
+void policy_describe(const struct policy *p, policy_visit_fn fn, void *ctx);
+
+/* env.c: overlays HAKMEM_* variables; never allocates. Returns the error count. */
+int policy_apply_env(struct policy *p, policy_report_fn report, void *ctx);
+
+/* ini.c: overlays an INI file.  Returns the error count; on a file-level error
+ * (missing, unreadable, binary, too large, syntax) p is left untouched. */
+int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report, void *ctx);
 
 #endif

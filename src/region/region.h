@@ -47,11 +47,14 @@ HAK_INLINE struct region *region_of_tiny(void *p)
     return (struct region *)((uintptr_t)p & ~(uintptr_t)0xFFFF);
 }
 
-/* The allocation half of the tag protocol (Phase 90 forces it inline). */
+/* The allocation half of the tag protocol.  Phase 90 forces it inline; with the phase
+ * off at run time the same write goes through an out-of-line call (region_tag_set_live_call). */
 HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
 {
     *region_tag(r, (uintptr_t)p) = (uint8_t)TAG_LIVE(cls);
 }
+
+void region_tag_set_live_call(struct region *r, void *p, unsigned cls);
 
 /* The free half: nonzero when p is a live block start of r. */
 HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)

@@ -6,18 +6,24 @@
 #include "../policy/policy.h"
 #include "classes.h"
 
+/* Relaxed atomic: a plain load on the owner's side, but a publisher may overwrite it. */
+HAK_INLINE unsigned route_of_class(const struct policy_snapshot *s, unsigned cls)
+{
+    return __atomic_load_n(&s->route[cls], __ATOMIC_RELAXED);
+}
+
 /* n <= HAK_TINY_MAX.  Returns the route, stores the class. */
 HAK_INLINE unsigned route_lookup_tiny(const struct policy_snapshot *s, size_t n, unsigned *cls)
 {
 #if HAK_PHASE91
     if (likely(s->phase91)) {
-        unsigned e = s->table91[ROUTE91_INDEX(n)];
+        unsigned e = __atomic_load_n(&s->table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
         *cls = e & 0xFF;
         return e >> 8;
     }
 #endif
     *cls = route_class_of(n);
-    return s->route[*cls];
+    return route_of_class(s, *cls);
 }
 
 /* Any size: large sizes have no class (stored as HAK_NCLASSES). */
@@ -27,7 +33,7 @@ HAK_INLINE unsigned route_lookup(const struct policy_snapshot *s, size_t n, unsi
         return route_lookup_tiny(s, n, cls);
     if (n <= HAK_MID_MAX) {
         *cls = route_class_of(n);
-        return s->route[*cls];
+        return route_of_class(s, *cls);
     }
     *cls = HAK_NCLASSES;
     return ROUTE_LARGE;

@@ -136,7 +136,9 @@ END_TEST
 
 #define PC_PRODUCERS   2
 #define PC_CONSUMERS   2
-#define PC_PER_PROD    1000000
+#ifndef PC_PER_PROD
+#define PC_PER_PROD    2500000
+#endif
 #define PC_BATCH       64
 #define PC_QCAP        2048          /* items; a multiple of PC_BATCH */
 
@@ -284,7 +286,9 @@ END_TEST
 
 /* ------------------------------------------- 2. many short-lived threads */
 
+#ifndef SL_BATCHES
 #define SL_BATCHES     20
+#endif
 #define SL_PER_BATCH   64
 #define SL_BLOCKS      300
 #define SL_HANDOFF     8         /* blocks handed to main, and as many to the next batch */
@@ -685,7 +689,7 @@ static int fk_child_work(unsigned salt)
             free(fk_held.p[i]);
         }
     }
-    for (int round = 0; round < 4000; round++) {
+    for (int round = 0; round < 3000; round++) {
         int k = (int)(rng_next(&rng) % N);
         if (p[k] != NULL) {
             if (!pat_check(p[k], sz[k], seed_of(p[k], (uint64_t)k)))
@@ -694,10 +698,11 @@ static int fk_child_work(unsigned salt)
         }
         uint64_t r = rng_next(&rng);
         size_t n;
-        switch (r % 16) {
+        switch (r % 64) {
         case 0: n = 1 * MiB; break;
         case 1: n = 1 * MiB + (r >> 8) % (512 * KiB); break;
-        case 2: case 3: n = 1 + (r >> 8) % (256 * KiB); break;
+        case 2: case 3: case 4: case 5: case 6: case 7:
+            n = 1 + (r >> 8) % (256 * KiB); break;
         default: n = 1 + (r >> 8) % 2048; break;
         }
         p[k] = malloc(n);

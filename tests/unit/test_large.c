@@ -28,12 +28,12 @@ START_TEST(test_cache_bounds)
         p[i] = hak_malloc((size_t)(300 + i * 7) << 10);
     for (int i = 0; i < 64; i++) {
         hak_free(p[i]);
-        ck_assert_uint_le(large_cached_bytes(), policy_global.large_cache_bytes);
+        ck_assert_uint_le(large_cached_bytes(), policy_now()->large_cache_bytes);
     }
     ck_assert_uint_gt(large_cached_bytes(), 0);
     /* a block bigger than half the cache is never cached */
     size_t before = large_cached_bytes();
-    void *huge = hak_malloc(policy_global.large_cache_bytes);
+    void *huge = hak_malloc(policy_now()->large_cache_bytes);
     hak_free(huge);
     ck_assert_uint_le(large_cached_bytes(), before);
 }

@@ -87,12 +87,12 @@ END_TEST
 
 START_TEST(test_slots_never_route_mid_classes)
 {
-    struct policy saved = policy_global;
+    struct policy p = *policy_now();
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        policy_global.route[c] = ROUTE_SLOTS;
+        p.route[c] = ROUTE_SLOTS;
+    policy_install_initial(&p);
     struct policy_snapshot s;
     policy_snapshot_build(&s);
-    policy_global = saved;
     for (unsigned c = HAK_NTINY; c < HAK_NCLASSES; c++)
         ck_assert_uint_ne(s.route[c], ROUTE_SLOTS);
     for (unsigned c = 0; c < HAK_NTINY; c++)

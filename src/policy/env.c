@@ -1,0 +1,81 @@
+/* The environment layer of the policy: HAKMEM_<KEY>=value overlays the INI file.
+ * Runs during start-up before anything may allocate, so it uses getenv and stack buffers only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "policy.h"
+
+extern char **environ;
+
+static int apply_one(struct policy *p, enum policy_key_id k, unsigned cls, const char *var,
+                     policy_report_fn report, void *ctx)
+{
+    const char *v = getenv(var);
+    if (v == NULL)
+        return 0;
+    char line[384];
+    const char *warn = NULL;
+    const char *err = policy_set(p, k, cls, v, SRC_ENV, 0, &warn);
+    if (err) {
+        snprintf(line, sizeof line, "%s=%s: %s; ignored", var, v, err);
+        report(ctx, 1, line);
+        return 1;
+    }
+    if (warn) {
+        snprintf(line, sizeof line, "%s=%s: %s", var, v, warn);
+        report(ctx, 0, line);
+    }
+    return 0;
+}
+
+static int env_known(const char *name, size_t len)
+{
+    char var[48];
+    if (len == strlen("HAKMEM_CONFIG") && !strncmp(name, "HAKMEM_CONFIG", len))
+        return 1;
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
+        if (pk->type == PT_ROUTE) {
+            for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+                snprintf(var, sizeof var, "HAKMEM_ROUTE_C%u", c);
+                if (strlen(var) == len && !strncmp(var, name, len))
+                    return 1;
+            }
+        } else if (strlen(pk->env) == len && !strncmp(pk->env, name, len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int policy_apply_env(struct policy *p, policy_report_fn report, void *ctx)
+{
+    int errors = 0;
+    char var[48];
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
+        if (pk->type == PT_ROUTE) {
+            for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+                snprintf(var, sizeof var, "HAKMEM_ROUTE_C%u", c);
+                errors += apply_one(p, (enum policy_key_id)k, c, var, report, ctx);
+            }
+        } else {
+            errors += apply_one(p, (enum policy_key_id)k, 0, pk->env, report, ctx);
+        }
+    }
+    /* A misspelt variable would otherwise be silently ignored. */
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "HAKMEM_", 7))
+            continue;
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (!env_known(*e, len)) {
+            char line[256];
+            snprintf(line, sizeof line, "unknown variable %.*s; ignored (see `hakmem config list`)", (int)len, *e);
+            report(ctx, 1, line);
+            errors++;
+        }
+    }
+    policy_finalize(p);
+    return errors;
+}

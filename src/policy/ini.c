@@ -1,0 +1,271 @@
+/* The INI layer of the policy, read with iniparser.  A first pass over the text finds what
+ * iniparser does not say: line numbers, repeated keys, unknown names, binary or oversized files. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <iniparser.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "policy.h"
+
+#define INI_MAX_BYTES   (1u << 20)
+#define INI_MAX_ENTRIES 1024
+
+struct entry {
+    char section[32];
+    char key[48];
+    uint32_t line;
+    int known;
+    enum policy_key_id id;
+    unsigned cls;
+};
+
+struct ini_ctx {
+    const char *path;
+    policy_report_fn report;
+    void *rctx;
+    int errors;
+};
+
+static void say(struct ini_ctx *c, int is_error, uint32_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void say(struct ini_ctx *c, int is_error, uint32_t line, const char *fmt, ...)
+{
+    char msg[512], out[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line)
+        snprintf(out, sizeof out, "%s:%u: %s", c->path, line, msg);
+    else
+        snprintf(out, sizeof out, "%s: %s", c->path, msg);
+    c->report(c->rctx, is_error, out);
+    c->errors += is_error;
+}
+
+/* iniparser prints its own complaints; collect the first one instead. */
+static pthread_mutex_t ini_mutex = PTHREAD_MUTEX_INITIALIZER;
+static char ini_error[256];
+
+static int ini_error_cb(const char *fmt, ...)
+{
+    if (ini_error[0])
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ini_error, sizeof ini_error, fmt, ap);
+    va_end(ap);
+    for (char *s = ini_error; *s; s++)
+        if (*s == '\n')
+            *s = ' ';
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
+    return s;
+}
+
+static char *read_file(struct ini_ctx *c, size_t *len)
+{
+    int fd = open(c->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        say(c, 1, 0, "cannot open: %s; policy unchanged", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        say(c, 1, 0, "not a regular file; policy unchanged");
+        close(fd);
+        return NULL;
+    }
+    if (st.st_size > INI_MAX_BYTES) {
+        say(c, 1, 0, "file too large (%lld bytes, at most %u); policy unchanged",
+            (long long)st.st_size, INI_MAX_BYTES);
+        close(fd);
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t n = 0;
+    while (buf && n < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (buf == NULL || n != (size_t)st.st_size) {
+        say(c, 1, 0, "cannot read: %s; policy unchanged", buf ? strerror(errno) : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+/* First pass: returns the number of file-level errors (syntax, binary); fills entries. */
+static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, unsigned *nent)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if (ch == 0 || (ch < 32 && ch != '\t' && ch != '\n' && ch != '\r')) {
+            say(c, 1, 0, "binary file (byte 0x%02x at offset %zu); policy unchanged", ch, i);
+            return 1;
+        }
+    }
+    int fatal = 0;
+    char section[32] = "";
+    int section_known = 1;
+    uint32_t lineno = 0;
+    for (char *line = text, *next; line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        lineno++;
+        char *s = trim(line);
+        if (*s == 0 || *s == ';' || *s == '#')
+            continue;
+        if (*s == '[') {
+            char *e = strchr(s, ']');
+            char *rest = e ? trim(e + 1) : NULL;
+            if (e == NULL || (*rest && *rest != ';' && *rest != '#')) {
+                say(c, 1, lineno, "syntax error: expected [section]; file not loaded, policy unchanged");
+                fatal++;
+                continue;
+            }
+            *e = 0;
+            snprintf(section, sizeof section, "%s", trim(s + 1));
+            section_known = policy_section_known(section);
+            if (!section_known) {
+                const char *near = policy_suggest_section(section);
+                say(c, 1, lineno, "unknown section [%s]%s%s%s; its keys are ignored", section,
+                    near ? ", did you mean [" : "", near ? near : "", near ? "]" : "");
+            }
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (eq == NULL) {
+            say(c, 1, lineno, "syntax error: expected key = value; file not loaded, policy unchanged");
+            fatal++;
+            continue;
+        }
+        *eq = 0;
+        char *key = trim(s);
+        if (*key == 0) {
+            say(c, 1, lineno, "syntax error: missing key before '='; file not loaded, policy unchanged");
+            fatal++;
+            continue;
+        }
+        if (section[0] == 0) {
+            say(c, 1, lineno, "%s is outside any [section]; ignored", key);
+            continue;
+        }
+        if (!section_known)
+            continue;
+        if (*nent == INI_MAX_ENTRIES) {
+            say(c, 1, lineno, "too many settings (at most %u); the rest are ignored", INI_MAX_ENTRIES);
+            break;
+        }
+        struct entry *e = &ent[*nent];
+        snprintf(e->section, sizeof e->section, "%s", section);
+        snprintf(e->key, sizeof e->key, "%s", key);
+        e->line = lineno;
+        e->known = policy_find(section, key, &e->id, &e->cls);
+        if (!e->known) {
+            char sug[64];
+            const char *near = policy_suggest(section, key, sug, sizeof sug);
+            say(c, 1, lineno, "unknown key %s in [%s]%s%s; ignored", key, section,
+                near ? ", did you mean " : "", near ? near : "");
+            continue;
+        }
+        for (unsigned j = 0; j < *nent; j++) {
+            if (ent[j].known && ent[j].id == e->id && ent[j].cls == e->cls) {
+                say(c, 1, lineno, "[%s] %s is set again (first on line %u); the last value is used",
+                    section, key, ent[j].line);
+                ent[j].known = 0;
+            }
+        }
+        (*nent)++;
+    }
+    return fatal;
+}
+
+int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report, void *rctx)
+{
+    struct ini_ctx c = { path, report, rctx, 0 };
+    size_t len = 0;
+    char *text = read_file(&c, &len);
+    if (text == NULL)
+        return c.errors;
+    struct entry *ent = calloc(INI_MAX_ENTRIES, sizeof *ent);
+    unsigned nent = 0;
+    if (ent == NULL) {
+        say(&c, 1, 0, "out of memory; policy unchanged");
+        free(text);
+        return c.errors;
+    }
+    int fatal = scan(&c, text, len, ent, &nent);
+    free(text);
+    if (fatal) {
+        free(ent);
+        return c.errors;
+    }
+    pthread_mutex_lock(&ini_mutex);
+    ini_error[0] = 0;
+    iniparser_set_error_callback(ini_error_cb);
+    dictionary *d = iniparser_load(path);
+    iniparser_set_error_callback(NULL);
+    if (d == NULL) {
+        say(&c, 1, 0, "%s; policy unchanged", ini_error[0] ? ini_error : "iniparser could not load it");
+        pthread_mutex_unlock(&ini_mutex);
+        free(ent);
+        return c.errors;
+    }
+    pthread_mutex_unlock(&ini_mutex);
+
+    struct policy q = *p;
+    int settings = 0;
+    for (unsigned i = 0; i < nent; i++) {
+        if (!ent[i].known)
+            continue;
+        char full[96];
+        snprintf(full, sizeof full, "%s:%s", ent[i].section, ent[i].key);
+        const char *v = iniparser_getstring(d, full, NULL);
+        if (v == NULL)
+            continue;
+        const char *warn = NULL;
+        const char *err = policy_set(&q, ent[i].id, ent[i].cls, v, SRC_INI, ent[i].line, &warn);
+        settings++;
+        if (err) {
+            char def[64];
+            policy_format(p, ent[i].id, ent[i].cls, def, sizeof def);
+            say(&c, 1, ent[i].line, "[%s] %s = %s: %s; %s kept", ent[i].section, ent[i].key, v, err, def);
+        } else if (warn) {
+            say(&c, 0, ent[i].line, "[%s] %s: %s", ent[i].section, ent[i].key, warn);
+        }
+    }
+    iniparser_freedict(d);
+    free(ent);
+    if (settings == 0 && c.errors == 0)
+        say(&c, 0, 0, "no settings in the file; defaults in force");
+    snprintf(q.file, sizeof q.file, "%s", path);
+    policy_finalize(&q);
+    *p = q;
+    return c.errors;
+}

@@ -147,6 +147,8 @@ static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, un
             if (e == NULL || (*rest && *rest != ';' && *rest != '#')) {
                 say(c, 1, lineno, "syntax error: expected [section]; file not loaded, policy unchanged");
                 fatal++;
+                snprintf(section, sizeof section, "?");
+                section_known = 0;      /* its keys are not reported again */
                 continue;
             }
             *e = 0;

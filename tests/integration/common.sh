@@ -1,4 +1,5 @@
 # Shared helper for the integration tests; sourced (not run) by run-*.sh.
+# shellcheck disable=SC2034,SC2317  # variables used and functions called by the run-*.sh scripts
 #
 # A test script describes a scenario as a shell function made of `step` calls.
 # run_scenario runs that scenario twice in the same scratch directory:

@@ -4,6 +4,7 @@
 # in each mode is run in that mode and its behaviour (stdout, exit status) is
 # compared; preprocessor and assembler output must be byte-identical.
 # Usage: run-gcc.sh /path/to/libhakmem.so
+# shellcheck source=common.sh disable=SC2317  # scenario functions are called indirectly
 . "$(dirname "$0")/common.sh" "$@"
 
 need_prog gcc /usr/bin/gcc gcc

@@ -2,6 +2,7 @@
 # Integration: git under hakmem versus without.  Names and dates are fixed, so
 # every object id is deterministic and the outputs must be byte-identical.
 # Usage: run-git.sh /path/to/libhakmem.so
+# shellcheck source=common.sh disable=SC2317  # scenario functions are called indirectly
 . "$(dirname "$0")/common.sh" "$@"
 
 need_prog git /usr/bin/git git
@@ -9,6 +10,7 @@ GIT=$PROG
 say "using $GIT ($("$GIT" --version 2>/dev/null))"
 
 # No user/system configuration, fixed identities, no pager, no colour.
+# shellcheck disable=SC2046  # one word per variable name is intended
 unset $(env | sed -n 's/^\(GIT_[A-Za-z_]*\)=.*/\1/p')
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_PAGER=cat PAGER=cat
 export GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL='author@example.com'

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Integration: CPython under LD_PRELOAD=libhakmem.so versus without.
 # Usage: run-python.sh /path/to/libhakmem.so
+# shellcheck source=common.sh disable=SC2317  # scenario functions are called indirectly
 . "$(dirname "$0")/common.sh" "$@"
 
 # Debian's interpreter first: a pyenv shim would add a layer of bash processes.

@@ -2,6 +2,7 @@
 # Integration: the sqlite3 shell under hakmem versus without: 100k generated rows,
 # indexes, aggregates, window functions, updates, VACUUM; outputs byte-identical.
 # Usage: run-sqlite.sh /path/to/libhakmem.so
+# shellcheck source=common.sh disable=SC2317  # scenario functions are called indirectly
 . "$(dirname "$0")/common.sh" "$@"
 
 need_prog sqlite3 /usr/bin/sqlite3 sqlite3

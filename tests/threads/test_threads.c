@@ -8,6 +8,7 @@
  *  - realloc:           concurrent grow/shrink 1 B .. 2 MiB, contents preserved
  *  - fork:              fork while another thread allocates; children allocate
  *  - fork-mt:           several threads fork at once while others allocate
+ *  - fork-churn:        fork while other threads are being created and exit
  *
  * Worker threads never call ck_assert (Check's failure path is not thread-safe):
  * they count errors in atomics that the test thread asserts on. */
@@ -102,6 +103,43 @@ static int pat_check(const void *p, size_t n, uint64_t seed)
 static inline uint8_t rpat(uint64_t seed, size_t i)
 {
     return (uint8_t)((seed >> ((i & 7) * 8)) + (i >> 3) * 131u + (i >> 11));
+}
+
+/* Misuse reports ("hakmem: ..." on fd 2) during a test mean the allocator
+ * thought a valid free was a double free or a foreign pointer: capture fd 2
+ * around the work (children inherit it), echo it back and count such lines. */
+static FILE *cap_file;
+static int cap_saved_fd = -1;
+
+static void cap_begin(void)
+{
+    fflush(stderr);
+    cap_file = tmpfile();
+    if (cap_file == NULL)
+        return;
+    cap_saved_fd = dup(2);
+    dup2(fileno(cap_file), 2);
+}
+
+static long cap_end(void)
+{
+    long n = 0;
+    char line[512];
+    if (cap_file == NULL)
+        return 0;
+    fflush(stderr);
+    dup2(cap_saved_fd, 2);
+    close(cap_saved_fd);
+    cap_saved_fd = -1;
+    rewind(cap_file);
+    while (fgets(line, sizeof line, cap_file) != NULL) {
+        if (strncmp(line, "hakmem:", 7) == 0)
+            n++;
+        fputs(line, stderr);
+    }
+    fclose(cap_file);
+    cap_file = NULL;
+    return n;
 }
 
 /* 16 B .. 64 KiB, mostly small. */
@@ -252,6 +290,7 @@ START_TEST(test_producer_consumer)
 {
     size_t rss0 = rss_bytes();
     double t0 = now_sec();
+    cap_begin();
     pthread_mutex_init(&pcq.mu, NULL);
     pthread_cond_init(&pcq.not_full, NULL);
     pthread_cond_init(&pcq.not_empty, NULL);
@@ -267,11 +306,13 @@ START_TEST(test_producer_consumer)
         ck_assert_int_eq(pthread_join(prod[i], NULL), 0);
     for (int i = 0; i < PC_CONSUMERS; i++)
         ck_assert_int_eq(pthread_join(cons[i], NULL), 0);
+    long misuse = cap_end();
 
     size_t rss1 = rss_bytes();
     fprintf(stderr, "# producer/consumer: %ld blocks in %.2f s, rss %zu -> %zu KiB\n",
             atomic_load(&pc_produced), now_sec() - t0, rss0 / 1024, rss1 / 1024);
 
+    ck_assert_int_eq(misuse, 0);
     ck_assert_int_eq(atomic_load(&pc_null), 0);
     ck_assert_int_eq(atomic_load(&pc_small_usable), 0);
     ck_assert_int_eq(atomic_load(&pc_produced), (long)PC_PRODUCERS * PC_PER_PROD);
@@ -411,6 +452,7 @@ START_TEST(test_short_lived_threads)
     long main_ok = 0, main_bad = 0, main_frees = 0;
     int cur = 0;
 
+    cap_begin();
     memset(args, 0, sizeof args);
     for (int b = 0; b < SL_BATCHES; b++) {
         struct sl_arg *prev = b > 0 ? args[cur ^ 1] : NULL;
@@ -451,10 +493,12 @@ START_TEST(test_short_lived_threads)
             main_frees++;
         }
     }
+    long misuse = cap_end();
     size_t rss1 = rss_bytes();
     fprintf(stderr, "# short-lived: %ld allocs, rss %zu -> %zu KiB\n",
             atomic_load(&sl_allocs), rss0 / 1024, rss1 / 1024);
 
+    ck_assert_int_eq(misuse, 0);
     ck_assert_int_eq(atomic_load(&sl_null), 0);
     ck_assert_int_eq(atomic_load(&sl_bad), 0);
     ck_assert_int_eq(main_bad, 0);
@@ -564,10 +608,12 @@ static void *ra_thread(void *arg)
 START_TEST(test_concurrent_realloc)
 {
     pthread_t t[RA_THREADS];
+    cap_begin();
     for (uintptr_t i = 0; i < RA_THREADS; i++)
         ck_assert_int_eq(pthread_create(&t[i], NULL, ra_thread, (void *)i), 0);
     for (int i = 0; i < RA_THREADS; i++)
         ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    ck_assert_int_eq(cap_end(), 0);
     ck_assert_int_eq(atomic_load(&ra_null), 0);
     ck_assert_int_eq(atomic_load(&ra_small_usable), 0);
     ck_assert_int_eq(atomic_load(&ra_bad), 0);
@@ -848,9 +894,11 @@ START_TEST(test_fork_while_allocating)
 {
     pthread_t bg[1];
     struct fk_result res = {0};
+    cap_begin();
     fk_start_background(bg, 1);
     fk_do_forks(50, 0, &res);
     fk_stop_background(bg, 1);
+    ck_assert_int_eq(cap_end(), 0);
     fk_report("fork", &res, 50);
 }
 END_TEST
@@ -876,6 +924,7 @@ START_TEST(test_fork_from_many_threads)
     pthread_t bg[FM_ALLOCATORS], fk[FM_FORKERS];
     struct fm_arg args[FM_FORKERS];
     memset(args, 0, sizeof args);
+    cap_begin();
     fk_start_background(bg, FM_ALLOCATORS);
     for (int i = 0; i < FM_FORKERS; i++) {
         args[i].idx = i;
@@ -884,8 +933,120 @@ START_TEST(test_fork_from_many_threads)
     for (int i = 0; i < FM_FORKERS; i++)
         ck_assert_int_eq(pthread_join(fk[i], NULL), 0);
     fk_stop_background(bg, FM_ALLOCATORS);
+    ck_assert_int_eq(cap_end(), 0);
     for (int i = 0; i < FM_FORKERS; i++)
         fk_report("fork-mt", &args[i].res, FM_FORKS);
+}
+END_TEST
+
+/* Fork while threads are being created and are exiting (heap retire / region
+ * abandon racing with the fork handlers). */
+#define CH_FORKS       30
+
+static atomic_long ch_threads, ch_bad;
+
+struct ch_arg {
+    void    *in[16];            /* blocks left by the previous churn thread */
+    size_t   in_size[16];
+    void    *out[16];
+    size_t   out_size[16];
+    uint64_t seed;
+};
+
+static void *ch_thread(void *varg)
+{
+    struct ch_arg *a = varg;
+    uint64_t rng = a->seed | 1;
+    long bad = 0;
+    for (int i = 0; i < 16; i++) {
+        if (a->in[i] != NULL) {
+            if (!pat_check(a->in[i], a->in_size[i], seed_of(a->in[i], 99)))
+                bad++;
+            free(a->in[i]);
+        }
+    }
+    void *p[64];
+    size_t sz[64];
+    for (int i = 0; i < 64; i++) {
+        sz[i] = 1 + rng_next(&rng) % (i % 16 == 0 ? 300 * KiB : 2048);
+        p[i] = malloc(sz[i]);
+        if (p[i] == NULL) {
+            bad++;
+            sz[i] = 0;
+            continue;
+        }
+        pat_fill(p[i], sz[i], seed_of(p[i], 99));
+    }
+    for (int i = 0; i < 64; i++) {
+        if (p[i] == NULL)
+            continue;
+        if (!pat_check(p[i], sz[i], seed_of(p[i], 99)))
+            bad++;
+        if (i < 16) {                       /* outlive this thread */
+            a->out[i] = p[i];
+            a->out_size[i] = sz[i];
+        } else {
+            free(p[i]);
+        }
+    }
+    if (bad)
+        atomic_fetch_add(&ch_bad, bad);
+    return NULL;
+}
+
+static void *ch_churner(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    struct ch_arg a[2];
+    memset(a, 0, sizeof a);
+    int cur = 0;
+    uint64_t n = 0;
+    while (!atomic_load_explicit(&fk_stop, memory_order_relaxed)) {
+        struct ch_arg *x = &a[cur], *prev = &a[cur ^ 1];
+        memcpy(x->in, prev->out, sizeof x->in);
+        memcpy(x->in_size, prev->out_size, sizeof x->in_size);
+        memset(prev->out, 0, sizeof prev->out);
+        memset(x->out, 0, sizeof x->out);
+        x->seed = mix64((id << 40) | n++);
+        pthread_t t;
+        if (pthread_create(&t, NULL, ch_thread, x) != 0) {
+            atomic_fetch_add(&ch_bad, 1);
+            break;
+        }
+        pthread_join(t, NULL);
+        atomic_fetch_add(&ch_threads, 1);
+        cur ^= 1;
+    }
+    struct ch_arg *last = &a[cur ^ 1];
+    for (int i = 0; i < 16; i++) {
+        if (last->out[i] != NULL) {
+            if (!pat_check(last->out[i], last->out_size[i], seed_of(last->out[i], 99)))
+                atomic_fetch_add(&ch_bad, 1);
+            free(last->out[i]);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_fork_during_thread_churn)
+{
+    pthread_t bg[1], ch[2];
+    struct fk_result res = {0};
+    atomic_store(&ch_threads, 0);
+    atomic_store(&ch_bad, 0);
+    cap_begin();
+    fk_start_background(bg, 1);
+    for (uintptr_t i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&ch[i], NULL, ch_churner, (void *)i), 0);
+    fk_do_forks(CH_FORKS, 5000, &res);
+    atomic_store(&fk_stop, 1);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(ch[i], NULL), 0);
+    fk_stop_background(bg, 1);
+    ck_assert_int_eq(cap_end(), 0);
+    fk_report("fork-churn", &res, CH_FORKS);
+    ck_assert_int_eq(atomic_load(&ch_bad), 0);
+    ck_assert_int_gt(atomic_load(&ch_threads), CH_FORKS);
 }
 END_TEST
 
@@ -919,6 +1080,7 @@ static Suite *threads_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_fork_while_allocating);
     tcase_add_test(tc, test_fork_from_many_threads);
+    tcase_add_test(tc, test_fork_during_thread_churn);
     suite_add_tcase(s, tc);
 
     return s;

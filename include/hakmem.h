@@ -35,6 +35,27 @@ void hak_policy_foreach(hak_policy_fn fn, void *ctx);
 int  hak_policy_get(const char *name, char *value, size_t vlen, char *source, size_t slen);
 uint64_t hak_policy_epoch(void);
 
+/* OBSERVE counters (build with -Dobserve=true, switch on with [observe] enabled = on
+ * or HAKMEM_OBSERVE=1).  cls[] holds the size classes, then one row for large blocks. */
+#define HAK_STATS_CLASSES 64
+struct hak_class_stats {
+    uint64_t size;              /* block size; 0 for the large row */
+    uint64_t allocs, frees;
+    uint64_t slot_hits;         /* allocations served straight from the thread's cache */
+    uint64_t overflows;         /* frees that found the cache full and spilled */
+    uint64_t refills;           /* cache refills from regions */
+    uint64_t remote_frees;      /* frees by a thread other than the owner */
+};
+struct hak_stats {
+    int compiled_in, enabled;
+    unsigned nclasses;          /* rows used in cls[]: the classes, then large */
+    struct hak_class_stats cls[HAK_STATS_CLASSES];
+    uint64_t regions_mapped, regions_purged;
+    uint64_t bytes_live, bytes_peak;   /* peak sampled at cache refills and spills */
+};
+int  hak_stats_get(struct hak_stats *out);   /* 0, or -1 when compiled out or switched off */
+void hak_stats_print(void);                  /* to [observe] output (stderr by default) */
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
         l->head = region_link_decode(r, p, *(void **)p);
         l->count--;
         hot_tag_live(h, r, p, cls);
+        OBS_INC(h, allocs, cls);
         return p;
     }
     return cold_malloc(h, n);

@@ -34,6 +34,8 @@ HAK_INLINE void *hot_malloc(size_t n)
             if (likely(s->count != 0)) {
                 void *p = s->items[--s->count];
                 hot_tag_live(h, region_of_tiny(p), p, cls);
+                OBS_INC(h, allocs, cls);
+                OBS_INC(h, slot_hits, cls);
                 return p;
             }
         } else if (route >= ROUTE_TLIST) {
@@ -44,6 +46,7 @@ HAK_INLINE void *hot_malloc(size_t n)
                 l->head = region_link_decode(r, p, *(void **)p);
                 l->count--;
                 hot_tag_live(h, r, p, cls);
+                OBS_INC(h, allocs, cls);
                 return p;
             }
         }
@@ -73,6 +76,7 @@ HAK_INLINE void hot_free(void *ptr)
     unsigned cls = r->cls;
     unsigned route = route_of_class(&h->snap, cls);
     *tag = (uint8_t)TAG_FREE(cls);
+    OBS_INC(h, frees, cls);
     if (likely(route == ROUTE_SLOTS)) {
         struct slots_bin *s = &h->slots[cls];
         if (likely(s->count < s->cap)) {

@@ -141,11 +141,15 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
     void *buf[HAK_SLOTS_CAP_MAX > 256 ? HAK_SLOTS_CAP_MAX : 256];
     void *p;
     unsigned route = h->snap.route[cls];
+    OBS_INC(h, allocs, cls);
     if (route == ROUTE_SLOTS && cls < HAK_NTINY) {
         struct slots_bin *s = &h->slots[cls];
         if (s->count) {
             p = s->items[--s->count];
+            OBS_INC(h, slot_hits, cls);
         } else {
+            OBS_INC(h, refills, cls);
+            cold_obs_sync(h);
             unsigned want = s->cap / 2 ? s->cap / 2 : 1;
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
@@ -162,6 +166,8 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
             l->head = region_link_decode(r, p, *(void **)p);
             l->count--;
         } else {
+            OBS_INC(h, refills, cls);
+            cold_obs_sync(h);
             unsigned want = l->max / 2 ? l->max / 2 : 1;
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
@@ -215,6 +221,8 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
     if (h->snap.route[cls] == ROUTE_SLOTS && cls < HAK_NTINY) {
         struct slots_bin *s = &h->slots[cls];
         if (s->count >= s->cap) {
+            OBS_INC(h, overflows, cls);
+            cold_obs_sync(h);
             unsigned half = s->count / 2 ? s->count / 2 : s->count;
             for (unsigned i = 0; i < half; i++)     /* the oldest go back */
                 region_put(h, s->items[i]);
@@ -228,6 +236,8 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
     } else {
         struct list_bin *l = &h->lists[cls];
         if (l->count >= l->max) {
+            OBS_INC(h, overflows, cls);
+            cold_obs_sync(h);
             unsigned half = l->count / 2 ? l->count / 2 : l->count;
             for (unsigned i = 0; i < half; i++) {
                 void *q = l->head;
@@ -278,6 +288,7 @@ HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
     unsigned cls = r->cls;
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
         *t = (uint8_t)TAG_FREE(cls);
+        OBS_INC(h, frees, cls);
         heap_cache_push(h, p, r);
         return;
     }
@@ -288,6 +299,7 @@ HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
         cold_misuse("free", p, "double free", (int)cls);
         return;
     }
+    cold_obs_remote_free(cls);
     void *head = atomic_load_explicit(&r->remote, memory_order_relaxed);
     do {
         *(void **)p = region_link_encode(r, p, head);

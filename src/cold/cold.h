@@ -58,6 +58,21 @@ void cold_policy_initial(void);
 void cold_policy_load_config(void);
 void cold_heap_invalidate_all(void);     /* heap.c; caller holds the heap lock */
 
+/* observe.c: OBSERVE counters that live outside the heaps, and the report */
+#if HAK_OBSERVE
+void cold_obs_sync(struct heap *h);
+void cold_obs_retire(struct heap *h);
+void cold_obs_remote_free(unsigned cls);
+void cold_obs_large(int is_alloc, size_t bytes);
+#else
+static inline void cold_obs_sync(struct heap *h) { (void)h; }
+static inline void cold_obs_retire(struct heap *h) { (void)h; }
+static inline void cold_obs_remote_free(unsigned cls) { (void)cls; }
+static inline void cold_obs_large(int is_alloc, size_t bytes) { (void)is_alloc; (void)bytes; }
+#endif
+void cold_obs_region(int purged);          /* counted always: cold and cheap */
+void cold_heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx);
+
 /* error.c: misuse reports */
 void cold_misuse(const char *call, const void *p, const char *what, int cls);
 

@@ -85,10 +85,19 @@ HAK_COLD struct heap *cold_heap_acquire(void)
     return h;
 }
 
+void cold_heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&heaps_mutex);
+    for (struct heap *h = heaps_all; h; h = h->next_heap)
+        fn(h, ctx);
+    pthread_mutex_unlock(&heaps_mutex);
+}
+
 static void heap_retire(struct heap *h, int reusable)
 {
     cold_heap_flush(h);
     cold_heap_release_regions(h);
+    cold_obs_retire(h);
     h->live = 0;
     if (!reusable)
         return;

@@ -149,6 +149,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
     }
     if (zero && cached)
         memset((void *)b.ptr, 0, n);
+    cold_obs_large(1, b.base + b.maplen - b.ptr);
     return (void *)b.ptr;
 }
 
@@ -180,6 +181,7 @@ HAK_COLD int large_free(void *p, const char *call)
     if (e) {
         struct large_block b = *e;
         reg_remove(e);
+        cold_obs_large(0, b.base + b.maplen - b.ptr);
         cache_put_locked(b, evicted, &nev);
     } else {
         for (unsigned i = 0; i < cache_n; i++)

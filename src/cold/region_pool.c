@@ -146,6 +146,7 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->secret = region_secret(a);
     r->purged = 0;
     atomic_store(&r->owner, h);
+    cold_obs_region(0);
     if (!region_map_set(a, (size_t)rc->chunks << HAK_CHUNK_SHIFT, 1, 1)) {
         region_map_clear(a, (size_t)rc->chunks << HAK_CHUNK_SHIFT);
         os_unmap(r, (size_t)rc->chunks << HAK_CHUNK_SHIFT);
@@ -179,6 +180,8 @@ HAK_COLD void region_pool_release(struct region *r)
         pool_unpurged += size;
     else
         os_purge(r, size);     /* under the lock: a taker must not see it before it is zero */
+    if (purge)
+        cold_obs_region(1);
     pthread_mutex_unlock(&pool_mutex);
 }
 

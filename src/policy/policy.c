@@ -367,6 +367,7 @@ void policy_snapshot_build(struct policy_snapshot *s)
     s->slots_cap = g->slots_cap ? g->slots_cap : 1;
     s->phase90 = (uint8_t)(HAK_PHASE90 && g->phase90);
     s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);
+    s->observe = (uint8_t)(HAK_OBSERVE && g->observe);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
         unsigned cls = route_class_of(i << 3);

@@ -64,7 +64,7 @@ struct policy {
  * reaches a thread that never misses (src/cold/publish.c). */
 struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES];
-    uint8_t  phase90, phase91;
+    uint8_t  phase90, phase91, observe;
     uint16_t slots_cap;
     uint64_t epoch;
 #if HAK_PHASE91

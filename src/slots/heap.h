@@ -28,6 +28,17 @@ struct class_regions {
     uint32_t n;
 };
 
+/* OBSERVE counters of one heap; index HAK_NCLASSES counts large blocks. */
+#define OBS_SLOTS (HAK_NCLASSES + 1)
+struct heap_obs {
+    uint64_t allocs[OBS_SLOTS];
+    uint64_t frees[OBS_SLOTS];
+    uint64_t slot_hits[OBS_SLOTS];
+    uint64_t overflows[OBS_SLOTS];   /* frees that found the cache full (spill) */
+    uint64_t refills[OBS_SLOTS];
+    int64_t  live_synced;            /* bytes this heap last added to the global live count */
+};
+
 struct heap {
     struct policy_snapshot snap;     /* read on every malloc and free */
     struct list_bin lists[HAK_NCLASSES];
@@ -36,8 +47,17 @@ struct heap {
     struct heap *next_heap;          /* all heaps, for fork and reuse */
     pthread_t thread;
     uint8_t  live;                   /* owned by a running thread */
-    uint8_t  in_cold;                /* re-entrancy guard for cold work that may allocate */
+#if HAK_OBSERVE
+    struct heap_obs obs;             /* last: off the hot cache lines */
+#endif
 };
+
+/* Counting costs nothing when OBSERVE is compiled out, one predictable branch when off. */
+#if HAK_OBSERVE
+#define OBS_INC(h, field, cls) do { if (unlikely((h)->snap.observe)) (h)->obs.field[cls]++; } while (0)
+#else
+#define OBS_INC(h, field, cls) ((void)0)
+#endif
 
 /* Every thread starts on the static empty heap: all routes ROUTE_NONE and all
  * caches empty, so its first call misses into the cold path, which builds a real one. */

@@ -18,9 +18,8 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
         struct region *r = region_of_block(p);
         l->head = region_link_decode(r, p, *(void **)p);
         l->count--;
-        hot_tag_live(h, r, p, cls);
         OBS_INC(h, allocs, cls);
-        return p;
+        return hot_tag_live(h, r, p, cls);
     }
     return cold_malloc(h, n);
 }

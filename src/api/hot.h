@@ -9,45 +9,71 @@
 
 void *api_malloc_mid(struct heap *h, size_t n);
 
-/* Phase 90 compiled in: the tag write is forced inline, or with the phase off at run
- * time an out-of-line call (the A/B pair).  Compiled out: the compiler decides. */
-HAK_INLINE void hot_tag_live(struct heap *h, struct region *r, void *p, unsigned cls)
+/* Returns p, so that with Phase 90 off at run time the call is a tail call. */
+HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned cls)
 {
 #if HAK_PHASE90
-    if (likely(h->snap.phase90))
-        region_tag_set_live(r, p, cls);
-    else
-        region_tag_set_live_call(r, p, cls);
+    if (unlikely(!h->snap.phase90))
+        return region_tag_set_live_call(region_of_tiny(p), p, cls);
+    *region_tag_tiny(p, cls) = (uint8_t)TAG_LIVE(cls);
 #else
     (void)h;
-    region_tag_set_live(r, p, cls);
+    region_tag_set_live(region_of_tiny(p), p, cls);
 #endif
+    return p;
 }
 
+/* Phase 90 compiled in: the tag write is forced inline, or with the phase off at run
+ * time an out-of-line call (the A/B pair).  Compiled out: the compiler decides. */
+HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p, unsigned cls)
+{
+#if HAK_PHASE90
+    if (unlikely(!h->snap.phase90))
+        return region_tag_set_live_call(r, p, cls);
+#else
+    (void)h;
+#endif
+    region_tag_set_live(r, p, cls);
+    return p;
+}
+
+/* Tiny blocks: with Phase 91 the table entry gives the class, and a nonzero slot count
+ * alone says "pop" (counts are 0 off the SLOTS route, and an invalidated entry points at
+ * SLOT_CLASS_NONE); without it the class is computed and the route checked. */
 HAK_INLINE void *hot_malloc(size_t n)
 {
     struct heap *h = heap_tls;
     if (likely(n <= HAK_TINY_MAX)) {
-        unsigned cls, route = route_lookup_tiny(&h->snap, n, &cls);
-        if (likely(route == ROUTE_SLOTS)) {
-            struct slots_bin *s = &h->slots[cls];
-            if (likely(s->count != 0)) {
-                void *p = s->items[--s->count];
-                hot_tag_live(h, region_of_tiny(p), p, cls);
-                OBS_INC(h, allocs, cls);
-                OBS_INC(h, slot_hits, cls);
-                return p;
-            }
-        } else if (route >= ROUTE_TLIST) {
+        unsigned cls, route, count;
+#if HAK_PHASE91
+        if (likely(h->snap.phase91)) {
+            unsigned e = __atomic_load_n(&h->snap.table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
+            cls = e & 0xFF;
+            route = e >> 8;
+            count = h->slot[cls].count;
+        } else
+#endif
+        {
+            cls = route_class_of(n);
+            route = route_of_class(&h->snap, cls);
+            count = route == ROUTE_SLOTS ? h->slot[cls].count : 0;
+        }
+        if (likely(count != 0)) {
+            h->slot[cls].count = (uint16_t)--count;
+            void *p = h->slot_items[cls][count];
+            OBS_INC(h, allocs, cls);
+            OBS_INC(h, slot_hits, cls);
+            return hot_tag_live_tiny(h, p, cls);
+        }
+        if (route >= ROUTE_TLIST) {
             struct list_bin *l = &h->lists[cls];
             void *p = l->head;
             if (likely(p != NULL)) {
                 struct region *r = region_of_tiny(p);
                 l->head = region_link_decode(r, p, *(void **)p);
                 l->count--;
-                hot_tag_live(h, r, p, cls);
                 OBS_INC(h, allocs, cls);
-                return p;
+                return hot_tag_live(h, r, p, cls);
             }
         }
         return cold_malloc(h, n);
@@ -74,16 +100,15 @@ HAK_INLINE void hot_free(void *ptr)
         return;
     }
     unsigned cls = r->cls;
-    unsigned route = route_of_class(&h->snap, cls);
     *tag = (uint8_t)TAG_FREE(cls);
     OBS_INC(h, frees, cls);
-    if (likely(route == ROUTE_SLOTS)) {
-        struct slots_bin *s = &h->slots[cls];
-        if (likely(s->count < s->cap)) {
-            s->items[s->count++] = ptr;
-            return;
-        }
-    } else if (likely(route != ROUTE_NONE)) {
+    unsigned count = h->slot[cls].count;
+    if (likely(count < slots_cap(h, cls))) {
+        h->slot_items[cls][count] = ptr;
+        h->slot[cls].count = (uint16_t)(count + 1);
+        return;
+    }
+    if (likely(route_of_class(&h->snap, cls) >= ROUTE_TLIST)) {
         struct list_bin *l = &h->lists[cls];
         if (likely(l->count < l->max)) {
             *(void **)ptr = region_link_encode(r, ptr, l->head);

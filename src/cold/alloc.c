@@ -143,19 +143,19 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
     unsigned route = h->snap.route[cls];
     OBS_INC(h, allocs, cls);
     if (route == ROUTE_SLOTS && cls < HAK_NTINY) {
-        struct slots_bin *s = &h->slots[cls];
-        if (s->count) {
-            p = s->items[--s->count];
+        unsigned cap = slots_cap(h, cls);
+        if (h->slot[cls].count) {
+            p = h->slot_items[cls][--h->slot[cls].count];
             OBS_INC(h, slot_hits, cls);
         } else {
             OBS_INC(h, refills, cls);
             cold_obs_sync(h);
-            unsigned want = s->cap / 2 ? s->cap / 2 : 1;
+            unsigned want = cap / 2 ? cap / 2 : 1;
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
                 goto oom;
             for (unsigned i = n - 1; i >= 1; i--)   /* lowest address pops first */
-                s->items[s->count++] = buf[i];
+                h->slot_items[cls][h->slot[cls].count++] = buf[i];
             p = buf[0];
         }
     } else {
@@ -219,20 +219,23 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
 {
     unsigned cls = r->cls;
     if (h->snap.route[cls] == ROUTE_SLOTS && cls < HAK_NTINY) {
-        struct slots_bin *s = &h->slots[cls];
-        if (s->count >= s->cap) {
+        unsigned cap = slots_cap(h, cls), count = h->slot[cls].count;
+        void **items = h->slot_items[cls];
+        if (count >= cap) {
             OBS_INC(h, overflows, cls);
             cold_obs_sync(h);
-            unsigned half = s->count / 2 ? s->count / 2 : s->count;
+            unsigned half = count / 2 ? count / 2 : count;
             for (unsigned i = 0; i < half; i++)     /* the oldest go back */
-                region_put(h, s->items[i]);
-            memmove(s->items, s->items + half, (s->count - half) * sizeof(void *));
-            s->count -= half;
+                region_put(h, items[i]);
+            memmove(items, items + half, (count - half) * sizeof(void *));
+            count -= half;
         }
-        if (s->count < s->cap) {
-            s->items[s->count++] = p;
+        if (count < cap) {
+            items[count++] = p;
+            h->slot[cls].count = (uint16_t)count;
             return;
         }
+        h->slot[cls].count = (uint16_t)count;
     } else {
         struct list_bin *l = &h->lists[cls];
         if (l->count >= l->max) {
@@ -289,6 +292,7 @@ HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
         *t = (uint8_t)TAG_FREE(cls);
         OBS_INC(h, frees, cls);
+        heap_check_epoch(h);
         heap_cache_push(h, p, r);
         return;
     }
@@ -320,11 +324,9 @@ HAK_COLD void cold_free_nonregion(struct heap *h, void *p, unsigned mapbyte, con
 
 static void heap_flush_class(struct heap *h, unsigned cls)
 {
-    if (cls < HAK_NTINY) {
-        struct slots_bin *s = &h->slots[cls];
-        while (s->count)
-            region_put(h, s->items[--s->count]);
-    }
+    if (cls < HAK_NTINY)
+        while (h->slot[cls].count)
+            region_put(h, h->slot_items[cls][--h->slot[cls].count]);
     struct list_bin *l = &h->lists[cls];
     while (l->head) {
         void *q = l->head;
@@ -349,11 +351,9 @@ HAK_COLD void cold_heap_refresh(struct heap *h)
     struct policy_snapshot old = h->snap;
     cold_heap_snapshot(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        if (old.route[c] != h->snap.route[c] || (c < HAK_NTINY && h->snap.slots_cap < h->slots[c].count))
+        if (old.route[c] != h->snap.route[c] || slots_cap(h, c) < h->slot[c].count)
             heap_flush_class(h, c);
     }
-    for (unsigned c = 0; c < HAK_NTINY; c++)
-        h->slots[c].cap = h->snap.slots_cap;
 }
 
 /* Thread exit (or a child after fork): flush, then hand every region on. */

@@ -22,14 +22,20 @@ static size_t heap_bytes(void)
     return (sizeof(struct heap) + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
 }
 
+static void heap_snapshot_locked(struct heap *h)
+{
+    policy_snapshot_build(&h->snap);
+    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        __atomic_store_n(&h->slot[c].cap, h->snap.route[c] == ROUTE_SLOTS ? h->snap.slots_cap : 0,
+                         __ATOMIC_RELAXED);
+}
+
 static void heap_setup(struct heap *h)
 {
     pthread_mutex_lock(&heaps_mutex);
     h->live = 1;                     /* before the snapshot: publishers now see this heap */
-    policy_snapshot_build(&h->snap);
+    heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
-    for (unsigned c = 0; c < HAK_NTINY; c++)
-        h->slots[c].cap = h->snap.slots_cap;
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         h->lists[c].max = route_classes[c].cache_max;
     h->thread = pthread_self();
@@ -41,11 +47,13 @@ HAK_COLD void cold_heap_invalidate_all(void)
     for (struct heap *h = heaps_all; h; h = h->next_heap) {
         if (!h->live)
             continue;
-        for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        for (unsigned c = 0; c < HAK_NCLASSES; c++) {
             __atomic_store_n(&h->snap.route[c], ROUTE_NONE, __ATOMIC_RELAXED);
+            __atomic_store_n(&h->slot[c].cap, 0, __ATOMIC_RELAXED);
+        }
 #if HAK_PHASE91
         for (unsigned i = 0; i < ROUTE91_ENTRIES; i++)
-            __atomic_store_n(&h->snap.table91[i], 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&h->snap.table91[i], SLOT_CLASS_NONE | ROUTE_NONE << 8, __ATOMIC_RELAXED);
 #endif
     }
 }
@@ -55,7 +63,7 @@ HAK_COLD void cold_heap_invalidate_all(void)
 HAK_COLD void cold_heap_snapshot(struct heap *h)
 {
     pthread_mutex_lock(&heaps_mutex);
-    policy_snapshot_build(&h->snap);
+    heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
 }
 

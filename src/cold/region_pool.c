@@ -133,6 +133,8 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
         memset(r->tags, 0, rc->ntags);
     r->cls = (uint8_t)cls;
     r->gshift = rc->gshift;
+    r->live_tag = (uint8_t)TAG_LIVE(cls);
+    r->gmask = (1u << rc->gshift) - 1;
     r->chunks = rc->chunks;
     r->listed = 0;
     r->bsize = rc->size;

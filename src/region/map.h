@@ -29,10 +29,11 @@ HAK_INLINE unsigned region_map_get(uintptr_t p)
     return leaf[(p >> 16) & 0xFFFF];
 }
 
-/* Header of the region holding p, given p's map byte b in 1..254. */
+/* Header of the region holding p, given p's map byte b in 1..254: b - 1 chunks back
+ * from p's chunk. */
 HAK_INLINE struct region *region_from_map(uintptr_t p, unsigned b)
 {
-    return (struct region *)((p & ~(uintptr_t)0xFFFF) - ((uintptr_t)(b - 1) << 16));
+    return (struct region *)(((p >> 16) + 1 - b) << 16);
 }
 
 /* Region of a block we know is ours (it came from our own caches). */

@@ -4,6 +4,7 @@
 #define HAK_REGION_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "../common/attrs.h"
 
@@ -19,9 +20,9 @@ struct region {
     /* read by every free: keep in the first cache line */
     uint8_t  cls;
     uint8_t  gshift;                 /* tag granule = 1 << gshift; block starts are granule multiples */
+    uint8_t  live_tag;               /* TAG_LIVE(cls), precomputed for the free check */
     uint8_t  chunks;                 /* region size in 64 KiB chunks */
-    uint8_t  listed;                 /* 1 while on its owner's per-class list or the pool */
-    uint32_t bsize;
+    uint32_t gmask;                  /* granule - 1: a block start has no bits of it */
     struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
     void    *free;                   /* owner-only free list of blocks back in the region */
     uint32_t used;                   /* blocks out of the region: live, cached or remote */
@@ -31,8 +32,10 @@ struct region {
     _Atomic(void *) remote;          /* blocks freed by other threads (lock-free stack) */
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: free-list link encoding key */
+    uint32_t bsize;
+    uint8_t  listed;                 /* 1 while on its owner's per-class list */
     uint8_t  purged;                 /* pages past the header were given back to the OS */
-    uint8_t  pad_[7];
+    uint8_t  pad_[2];
     uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes, indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 
@@ -47,6 +50,14 @@ HAK_INLINE struct region *region_of_tiny(void *p)
     return (struct region *)((uintptr_t)p & ~(uintptr_t)0xFFFF);
 }
 
+/* Tiny classes: granule = block size = 8 << cls, so the tag's address follows from the
+ * pointer and the class alone, without loading the header. */
+HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned cls)
+{
+    uintptr_t a = (uintptr_t)p;
+    return (uint8_t *)(a & ~(uintptr_t)0xFFFF) + offsetof(struct region, tags) + ((a & 0xFFFF) >> (cls + 3));
+}
+
 /* The allocation half of the tag protocol.  Phase 90 forces it inline; with the phase
  * off at run time the same write goes through an out-of-line call (region_tag_set_live_call). */
 HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
@@ -54,7 +65,7 @@ HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
     *region_tag(r, (uintptr_t)p) = (uint8_t)TAG_LIVE(cls);
 }
 
-void region_tag_set_live_call(struct region *r, void *p, unsigned cls);
+void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* returns p */
 
 /* The free half: nonzero when p is a live block start of r. */
 HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)
@@ -62,7 +73,7 @@ HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t 
     uintptr_t off = p - (uintptr_t)r;
     uint8_t *t = &r->tags[off >> r->gshift];
     *tagp = t;
-    return ((*t ^ TAG_LIVE(r->cls)) | (off & (((uintptr_t)1 << r->gshift) - 1))) == 0;
+    return ((*t ^ r->live_tag) | (off & r->gmask)) == 0;
 }
 
 /* Free-list links live in the first word of a free block; hardened builds

@@ -2,7 +2,8 @@
  * so one binary can A/B the inlined write against the call it replaced. */
 #include "region.h"
 
-HAK_NOINLINE void region_tag_set_live_call(struct region *r, void *p, unsigned cls)
+HAK_NOINLINE void *region_tag_set_live_call(struct region *r, void *p, unsigned cls)
 {
     region_tag_set_live(r, p, cls);
+    return p;
 }

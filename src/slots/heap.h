@@ -8,13 +8,6 @@
 #include "../policy/policy.h"
 #include "../region/region.h"
 
-/* Inline slots: a fixed-capacity LIFO array that never touches the blocks it holds. */
-struct slots_bin {
-    uint32_t count;
-    uint32_t cap;
-    void    *items[HAK_SLOTS_CAP_MAX];
-};
-
 /* TLIST and MID routes: an intrusive LIFO list through the blocks' first word. */
 struct list_bin {
     void    *head;
@@ -39,10 +32,21 @@ struct heap_obs {
     int64_t  live_synced;            /* bytes this heap last added to the global live count */
 };
 
+/* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
+#define SLOT_CLASS_NONE HAK_NCLASSES
+
 struct heap {
     struct policy_snapshot snap;     /* read on every malloc and free */
+    /* Inline slots: fixed-capacity LIFO arrays that never touch the blocks they hold.
+     * Count and capacity exist for every class and are 0 where the route is not SLOTS,
+     * so free needs no route check: count < cap says it all.  A publisher zeroes the
+     * capacities (relaxed atomic) to send the owner's next free to the cold path. */
+    struct slot_ctl {
+        uint16_t count;
+        uint16_t cap;
+    } slot[HAK_NCLASSES + 1];
+    void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX];
     struct list_bin lists[HAK_NCLASSES];
-    struct slots_bin slots[HAK_NTINY];
     struct class_regions regions[HAK_NCLASSES];
     struct heap *next_heap;          /* all heaps, for fork and reuse */
     pthread_t thread;
@@ -63,5 +67,10 @@ struct heap {
  * caches empty, so its first call misses into the cold path, which builds a real one. */
 extern struct heap heap_empty;
 extern HAK_TLS struct heap *heap_tls;
+
+HAK_INLINE unsigned slots_cap(const struct heap *h, unsigned cls)
+{
+    return __atomic_load_n(&h->slot[cls].cap, __ATOMIC_RELAXED);
+}
 
 #endif

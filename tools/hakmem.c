@@ -1,5 +1,5 @@
 /* The hakmem command line: checking and listing policies (`config`), and running a
- * program under the allocator (`run`).  Benchmarks and A/B come from bench/ scripts. */
+ * program under the allocator (`run`); `ab` and `compare` hand over to tools/hakmem_bench.py. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +11,16 @@
 
 #ifndef HAKMEM_LIBDIR
 #define HAKMEM_LIBDIR ""
+#endif
+/* ab and compare live in tools/hakmem_bench.py; tools/meson.build sets these paths. */
+#ifndef HAKMEM_BENCH_SCRIPT_SRC
+#define HAKMEM_BENCH_SCRIPT_SRC ""
+#endif
+#ifndef HAKMEM_BENCH_SCRIPT_INST
+#define HAKMEM_BENCH_SCRIPT_INST ""
+#endif
+#ifndef HAKMEM_TOOL_BUILDDIR
+#define HAKMEM_TOOL_BUILDDIR ""
 #endif
 
 static const char *type_name(enum policy_type t)
@@ -160,13 +170,59 @@ static int run(int argc, char **argv)
     return 127;
 }
 
+/* Runs `python3 hakmem_bench.py ab|compare ARGS...`.  HAKMEM_BENCH_SCRIPT overrides the
+ * script; otherwise a binary running from its build tree uses the source tree's copy (so
+ * edits need no reinstall) and an installed binary the copy in DATADIR/hakmem. */
+static int bench_tool(int argc, char **argv)
+{
+    const char *script = getenv("HAKMEM_BENCH_SCRIPT");
+    if (!script || !*script) {
+        char self[4096], builddir[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        int in_build_tree = 0;
+        if (n > 0 && realpath(HAKMEM_TOOL_BUILDDIR, builddir)) {
+            self[n] = 0;
+            char *slash = strrchr(self, '/');
+            if (slash) {
+                *slash = 0;
+                in_build_tree = !strcmp(self, builddir);
+            }
+        }
+        const char *first = in_build_tree ? HAKMEM_BENCH_SCRIPT_SRC : HAKMEM_BENCH_SCRIPT_INST;
+        const char *second = in_build_tree ? HAKMEM_BENCH_SCRIPT_INST : HAKMEM_BENCH_SCRIPT_SRC;
+        script = access(first, R_OK) == 0 ? first : second;
+        if (access(script, R_OK) != 0) {
+            fprintf(stderr, "hakmem %s: hakmem_bench.py not found in %s or %s (set HAKMEM_BENCH_SCRIPT)\n",
+                    argv[0], HAKMEM_BENCH_SCRIPT_SRC, HAKMEM_BENCH_SCRIPT_INST);
+            return 1;
+        }
+    }
+    char **args = calloc((size_t)argc + 3, sizeof *args);
+    if (!args) {
+        perror("hakmem");
+        return 1;
+    }
+    args[0] = "python3";
+    args[1] = (char *)script;
+    for (int i = 0; i < argc; i++)
+        args[i + 2] = argv[i];
+    execvp(args[0], args);
+    fprintf(stderr, "hakmem %s: python3: %s (ab and compare need Python 3)\n", argv[0], strerror(errno));
+    free(args);
+    return 127;
+}
+
 static int usage(FILE *f)
 {
     fprintf(f,
             "usage: hakmem config check FILE     effective policy for FILE, or every problem (exit 1)\n"
             "       hakmem config show           effective policy from HAKMEM_CONFIG and HAKMEM_* variables\n"
             "       hakmem config list [--markdown]  every policy key: INI, variable, default, Meson option\n"
-            "       hakmem run [--config FILE] -- PROGRAM [ARGS...]   run a program under hakmem\n");
+            "       hakmem run [--config FILE] -- PROGRAM [ARGS...]   run a program under hakmem\n"
+            "       hakmem ab [--bench NAME] [--runs N] [--warmup K] [--threshold PCT] [--build-dir DIR] [--csv FILE]\n"
+            "                 A B [-- BENCH_ARGS...]   A/B of two INI policies, .so files or build:DIR, with a verdict\n"
+            "       hakmem compare [--runs N] [--benches a,b] [--out DIR] [--build-dir DIR] [--pgo-build-dir DIR]\n"
+            "                 every benchmark under glibc, mimalloc, jemalloc, tcmalloc, hakmem Standard and FAST PGO\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -184,5 +240,7 @@ int main(int argc, char **argv)
     }
     if (argc >= 2 && !strcmp(argv[1], "run"))
         return run(argc - 2, argv + 2);
+    if (argc >= 2 && (!strcmp(argv[1], "ab") || !strcmp(argv[1], "compare")))
+        return bench_tool(argc - 1, argv + 1);
     return usage(stderr);
 }

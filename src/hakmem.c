@@ -16,7 +16,7 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
     void *p = l->head;
     if (likely(p != NULL)) {
         struct region *r = region_of_block(p);
-        l->head = region_link_decode(r, p, *(void **)p);
+        l->head = region_link_load(r, p, 0);
         l->count--;
         OBS_INC(h, allocs, cls);
         return hot_tag_live(h, r, p, cls);
@@ -24,14 +24,81 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
     return cold_malloc(h, n);
 }
 
+#if HAK_HARDENED
+/* Hardened builds: every region block carries 16 canary bytes right after the requested
+ * size, and the requested size in its last 4 bytes; free and realloc check both, so a
+ * write of 1-16 bytes past the end is caught.  Large blocks carry none (page-granular). */
+#define CANARY_EXTRA 24
+
+static void *canary_arm(void *p, size_t n)
+{
+    unsigned b = region_map_get((uintptr_t)p);
+    if (p == NULL || n > HAK_MID_MAX - CANARY_EXTRA || b - 1u >= 0xFEu)
+        return p;                        /* large blocks carry no canary */
+    struct region *r = region_from_map((uintptr_t)p, b);
+    uint64_t c = r->secret ^ (uintptr_t)p;
+    uint32_t n32 = (uint32_t)n;
+    memcpy((char *)p + n, &c, sizeof c);
+    memcpy((char *)p + n + 8, &c, sizeof c);
+    memcpy((char *)p + r->bsize - 4, &n32, sizeof n32);
+    return p;
+}
+
+/* Requested size of a live region block, or SIZE_MAX after reporting an overflow. */
+static size_t canary_size(struct region *r, void *p, const char *call)
+{
+    uint32_t n;
+    uint64_t c = r->secret ^ (uintptr_t)p, x, y;
+    memcpy(&n, (char *)p + r->bsize - 4, sizeof n);
+    if (n <= r->bsize - CANARY_EXTRA) {
+        memcpy(&x, (char *)p + n, sizeof x);
+        memcpy(&y, (char *)p + n + 8, sizeof y);
+        if (x == c && y == c)
+            return n;
+    }
+    cold_misuse(call, p, "heap overflow: bytes written past the end of the block", r->cls);
+    return SIZE_MAX;
+}
+
+/* Every region block is armed; sizes whose canary would not fit a mid class go large. */
+static void *alloc_bytes(size_t n)
+{
+    if (n <= HAK_MID_MAX - CANARY_EXTRA)
+        return canary_arm(hot_malloc(n + CANARY_EXTRA), n);
+    if (n <= HAK_MID_MAX) {
+        cold_init();
+        return large_alloc(n, 0, 0);
+    }
+    return hot_malloc(n);
+}
+
+static void free_block(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    unsigned b = region_map_get(a);
+    uint8_t *t;
+    if (b - 1u < 0xFEu) {
+        struct region *r = region_from_map(a, b);
+        if (region_tag_check_live(r, a, &t) && canary_size(r, p, "free") == SIZE_MAX)
+            return;                     /* refused: the block's neighbours may be damaged */
+    }
+    hot_free(p);
+}
+#else
+#define CANARY_EXTRA 0
+#define alloc_bytes(n) hot_malloc(n)
+#define free_block(p) hot_free(p)
+#define canary_arm(p, n) (p)
+#endif
+
 HAK_EXPORT void *hak_malloc(size_t size)
 {
-    return hot_malloc(size);
+    return alloc_bytes(size);
 }
 
 HAK_EXPORT void hak_free(void *ptr)
 {
-    hot_free(ptr);
+    free_block(ptr);
 }
 
 HAK_EXPORT void *hak_calloc(size_t nmemb, size_t size)
@@ -45,54 +112,64 @@ HAK_EXPORT void *hak_calloc(size_t nmemb, size_t size)
         cold_init();
         return large_alloc(n, 0, 1);
     }
-    void *p = hot_malloc(n);
+    void *p = alloc_bytes(n);
     if (likely(p != NULL))
         memset(p, 0, n);
     return p;
 }
 
-/* Usable size of a live block, or 0 after reporting misuse under `call`. */
-static size_t block_usable(void *p, const char *call)
+/* Usable size of a live block and, in *room, the most it can hold in place; SIZE_MAX
+ * after reporting misuse under `call`. */
+static size_t block_usable(void *p, const char *call, size_t *room)
 {
     uintptr_t a = (uintptr_t)p;
     unsigned b = region_map_get(a);
     if (b - 1u < 0xFEu) {
         struct region *r = region_from_map(a, b);
         uint8_t *t;
-        if (likely(region_tag_check_live(r, a, &t)))
+        if (likely(region_tag_check_live(r, a, &t))) {
+            *room = r->bsize - CANARY_EXTRA;
+#if HAK_HARDENED
+            return canary_size(r, p, call);
+#else
             return r->bsize;
+#endif
+        }
         cold_report_block(call, r, a, *t);
-        return 0;
+        return SIZE_MAX;
     }
     size_t n = b == MAP_LARGE ? large_usable(p) : 0;
-    if (n == 0)
+    if (n == 0) {
         cold_misuse(call, p, "invalid pointer (not allocated by hakmem)", -1);
+        return SIZE_MAX;
+    }
+    *room = n;
     return n;
 }
 
 HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
 {
     if (ptr == NULL)
-        return hot_malloc(size);
+        return alloc_bytes(size);
     if (size == 0) {                    /* as glibc: free and return NULL */
-        hot_free(ptr);
+        free_block(ptr);
         return NULL;
     }
-    size_t usable = block_usable(ptr, "realloc");
-    if (usable == 0)
+    size_t room, usable = block_usable(ptr, "realloc", &room);
+    if (usable == SIZE_MAX)
         return NULL;
-    if (size <= usable && size >= usable / 2)
-        return ptr;
+    if (size <= room && size >= room / 2)
+        return canary_arm(ptr, size);
     if (size > HAK_MID_MAX && usable > HAK_MID_MAX) {
         void *q = large_realloc(ptr, size);
         if (q)
             return q;
     }
-    void *q = hot_malloc(size);
+    void *q = alloc_bytes(size);
     if (q == NULL)
         return NULL;
     memcpy(q, ptr, size < usable ? size : usable);
-    hot_free(ptr);
+    free_block(ptr);
     return q;
 }
 
@@ -110,17 +187,17 @@ HAK_EXPORT void *hak_reallocarray(void *ptr, size_t nmemb, size_t size)
 static void *aligned_impl(size_t align, size_t n)
 {
     if (align <= 16)            /* blocks of 16 B and up are 16-aligned; C0 only to 8 */
-        return hot_malloc(n < align ? align : n);
+        return alloc_bytes(n < align ? align : n);
     if (n > PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t s = n < align ? align : n;
+    size_t s = (n < align ? align : n) + CANARY_EXTRA;
     if (s <= HAK_MID_MAX && align <= HAK_CHUNK_SIZE) {
         /* Power-of-two classes are naturally aligned (route_classes_init). */
         s = s <= 8 ? 8 : (size_t)1 << (64 - __builtin_clzl(s - 1));
         if (s <= HAK_MID_MAX)
-            return hot_malloc(s);
+            return canary_arm(hot_malloc(s), n);
     }
     cold_init();
     return large_alloc(n, align, 0);
@@ -181,7 +258,8 @@ HAK_EXPORT void *hak_pvalloc(size_t size)
 
 HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
 {
-    return ptr ? block_usable(ptr, "malloc_usable_size") : 0;
+    size_t room, n = ptr ? block_usable(ptr, "malloc_usable_size", &room) : 0;
+    return n == SIZE_MAX ? 0 : n;
 }
 
 #if HAK_OVERRIDE

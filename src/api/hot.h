@@ -16,6 +16,7 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned cls)
     if (unlikely(!h->snap.phase90))
         return region_tag_set_live_call(region_of_tiny(p), p, cls);
     *region_tag_tiny(p, cls) = (uint8_t)TAG_LIVE(cls);
+    HAK_UNPOISON(p, (size_t)8 << cls);
 #else
     (void)h;
     region_tag_set_live(region_of_tiny(p), p, cls);
@@ -70,7 +71,7 @@ HAK_INLINE void *hot_malloc(size_t n)
             void *p = l->head;
             if (likely(p != NULL)) {
                 struct region *r = region_of_tiny(p);
-                l->head = region_link_decode(r, p, *(void **)p);
+                l->head = region_link_load(r, p, 0);
                 l->count--;
                 OBS_INC(h, allocs, cls);
                 return hot_tag_live(h, r, p, cls);
@@ -101,6 +102,7 @@ HAK_INLINE void hot_free(void *ptr)
     }
     unsigned cls = r->cls;
     *tag = (uint8_t)TAG_FREE(cls);
+    HAK_POISON(ptr, r->bsize);
     OBS_INC(h, frees, cls);
     unsigned count = h->slot[cls].count;
     if (likely(count < slots_cap(h, cls))) {
@@ -111,7 +113,7 @@ HAK_INLINE void hot_free(void *ptr)
     if (likely(route_of_class(&h->snap, cls) >= ROUTE_TLIST)) {
         struct list_bin *l = &h->lists[cls];
         if (likely(l->count < l->max)) {
-            *(void **)ptr = region_link_encode(r, ptr, l->head);
+            region_link_store(r, ptr, l->head);
             l->head = ptr;
             l->count++;
             return;

@@ -14,8 +14,8 @@ static void region_collect(struct region *r)
 {
     void *p = atomic_exchange(&r->remote, NULL);
     while (p) {
-        void *next = region_link_decode(r, p, *(void **)p);
-        *(void **)p = region_link_encode(r, p, r->free);
+        void *next = region_link_load(r, p, 1);
+        region_link_store(r, p, r->free);
         r->free = p;
         r->used--;
         p = next;
@@ -35,7 +35,7 @@ static unsigned region_take(struct region *r, void **out, unsigned want)
     for (int pass = 0;; pass++) {
         while (n < want && r->free) {
             void *p = r->free;
-            r->free = region_link_decode(r, p, *(void **)p);
+            r->free = region_link_load(r, p, 1);
             out[n++] = p;
         }
         if (n < want && r->carved < r->nblocks) {
@@ -92,7 +92,7 @@ static void heap_list_remove(struct class_regions *cr, struct region *r)
 static void region_put(struct heap *h, void *p)
 {
     struct region *r = region_of_block(p);
-    *(void **)p = region_link_encode(r, p, r->free);
+    region_link_store(r, p, r->free);
     r->free = p;
     if (--r->used == 0 && r != h->regions[r->cls].cur) {
         heap_list_remove(&h->regions[r->cls], r);
@@ -163,7 +163,7 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
         if (l->head) {
             struct region *r = region_of_block(l->head);
             p = l->head;
-            l->head = region_link_decode(r, p, *(void **)p);
+            l->head = region_link_load(r, p, 0);
             l->count--;
         } else {
             OBS_INC(h, refills, cls);
@@ -174,7 +174,7 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
                 goto oom;
             for (unsigned i = n - 1; i >= 1; i--) {
                 struct region *r = region_of_block(buf[i]);
-                *(void **)buf[i] = region_link_encode(r, buf[i], l->head);
+                region_link_store(r, buf[i], l->head);
                 l->head = buf[i];
             }
             l->count += n - 1;
@@ -244,13 +244,13 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             unsigned half = l->count / 2 ? l->count / 2 : l->count;
             for (unsigned i = 0; i < half; i++) {
                 void *q = l->head;
-                l->head = region_link_decode(region_of_block(q), q, *(void **)q);
+                l->head = region_link_load(region_of_block(q), q, 0);
                 region_put(h, q);
             }
             l->count -= half;
         }
         if (l->count < l->max) {
-            *(void **)p = region_link_encode(r, p, l->head);
+            region_link_store(r, p, l->head);
             l->head = p;
             l->count++;
             return;
@@ -289,6 +289,7 @@ HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
         return;
     }
     unsigned cls = r->cls;
+    HAK_POISON(p, r->bsize);
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
         *t = (uint8_t)TAG_FREE(cls);
         OBS_INC(h, frees, cls);
@@ -306,7 +307,7 @@ HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
     cold_obs_remote_free(cls);
     void *head = atomic_load_explicit(&r->remote, memory_order_relaxed);
     do {
-        *(void **)p = region_link_encode(r, p, head);
+        region_link_store(r, p, head);
     } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
 }
 
@@ -330,7 +331,7 @@ static void heap_flush_class(struct heap *h, unsigned cls)
     struct list_bin *l = &h->lists[cls];
     while (l->head) {
         void *q = l->head;
-        l->head = region_link_decode(region_of_block(q), q, *(void **)q);
+        l->head = region_link_load(region_of_block(q), q, 0);
         region_put(h, q);
     }
     l->count = 0;

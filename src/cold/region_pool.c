@@ -149,6 +149,7 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->purged = 0;
     atomic_store(&r->owner, h);
     cold_obs_region(0);
+    HAK_POISON((char *)r + rc->blocks_off, ((size_t)rc->chunks << HAK_CHUNK_SHIFT) - rc->blocks_off);
     if (!region_map_set(a, (size_t)rc->chunks << HAK_CHUNK_SHIFT, 1, 1)) {
         region_map_clear(a, (size_t)rc->chunks << HAK_CHUNK_SHIFT);
         os_unmap(r, (size_t)rc->chunks << HAK_CHUNK_SHIFT);
@@ -165,6 +166,7 @@ HAK_COLD void region_pool_release(struct region *r)
     unsigned chunks = r->chunks;
     region_map_clear(a, size);
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
+    HAK_UNPOISON(r, size);      /* the pages may be unmapped and reused by anyone */
     pthread_mutex_lock(&pool_mutex);
     if (pool_bytes + size > POOL_VA_CAP) {
         pthread_mutex_unlock(&pool_mutex);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../common/attrs.h"
+#include "../common/sanitize.h"
 
 struct heap;
 
@@ -63,6 +64,7 @@ HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned cls)
 HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
 {
     *region_tag(r, (uintptr_t)p) = (uint8_t)TAG_LIVE(cls);
+    HAK_UNPOISON(p, r->bsize);
 }
 
 void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* returns p */
@@ -76,20 +78,50 @@ HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t 
     return ((*t ^ r->live_tag) | (off & r->gmask)) == 0;
 }
 
-/* Free-list links live in the first word of a free block; hardened builds
- * encode them with the region's secret so a stray write is caught before use. */
+/* Free-list links live in the first word of a free block.  Hardened builds encode them
+ * with the region's secret and check every link before it is followed (region_link_bad). */
 #if HAK_HARDENED
-HAK_INLINE void *region_link_decode(struct region *r, void *blk, void *raw)
+HAK_INLINE uintptr_t region_link_key(struct region *r, void *blk)
 {
-    return (void *)((uintptr_t)raw ^ r->secret ^ ((uintptr_t)blk >> 4));
-}
-HAK_INLINE void *region_link_encode(struct region *r, void *blk, void *next)
-{
-    return (void *)((uintptr_t)next ^ r->secret ^ ((uintptr_t)blk >> 4));
+    return r->secret ^ ((uintptr_t)blk >> 4);
 }
 #else
-HAK_INLINE void *region_link_decode(struct region *r, void *blk, void *raw) { (void)r; (void)blk; return raw; }
-HAK_INLINE void *region_link_encode(struct region *r, void *blk, void *next) { (void)r; (void)blk; return next; }
+HAK_INLINE uintptr_t region_link_key(struct region *r, void *blk)
+{
+    (void)r, (void)blk;
+    return 0;
+}
 #endif
+
+void *region_link_bad(struct region *r, void *blk, void *next);    /* cold: reports, returns NULL */
+void *region_link_check(struct region *r, void *blk, void *next);  /* next: a free block of r's class? */
+
+/* Follows blk's link; `same_region` when the list never leaves r (region free and
+ * remote lists), else next may be any block of r's class. */
+HAK_INLINE void *region_link_load(struct region *r, void *blk, int same_region)
+{
+    HAK_UNPOISON(blk, sizeof(void *));
+    void *next = (void *)(*(uintptr_t *)blk ^ region_link_key(r, blk));
+    HAK_POISON(blk, sizeof(void *));
+#if HAK_HARDENED
+    if (next != NULL) {
+        uintptr_t off = (uintptr_t)next - (uintptr_t)r;
+        if (!same_region)
+            return region_link_check(r, blk, next);
+        if (unlikely(off >= ((uintptr_t)r->chunks << 16) || off < r->blocks_off || (off & r->gmask)))
+            return region_link_bad(r, blk, next);
+    }
+#else
+    (void)same_region;
+#endif
+    return next;
+}
+
+HAK_INLINE void region_link_store(struct region *r, void *blk, void *next)
+{
+    HAK_UNPOISON(blk, sizeof(void *));
+    *(uintptr_t *)blk = (uintptr_t)next ^ region_link_key(r, blk);
+    HAK_POISON(blk, sizeof(void *));
+}
 
 #endif

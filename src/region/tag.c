@@ -1,9 +1,35 @@
 /* The out-of-line copy of the tag write, used when Phase 90 is switched off at run time,
  * so one binary can A/B the inlined write against the call it replaced. */
 #include "region.h"
+#include "map.h"
+#include "../cold/cold.h"
 
 HAK_NOINLINE void *region_tag_set_live_call(struct region *r, void *p, unsigned cls)
 {
     region_tag_set_live(r, p, cls);
     return p;
+}
+
+/* Hardened builds: a free-list link that does not lead to a free block of the right
+ * region or class was overwritten.  The list is cut there: leaking its tail is better
+ * than handing out memory an attacker chose. */
+HAK_COLD void *region_link_bad(struct region *r, void *blk, void *next)
+{
+    (void)next;
+    cold_misuse("malloc", blk, "heap corruption: free-list link overwritten (list cut)", r->cls);
+    return NULL;
+}
+
+HAK_COLD void *region_link_check(struct region *r, void *blk, void *next)
+{
+    uintptr_t a = (uintptr_t)next;
+    unsigned b = region_map_get(a);
+    if (b - 1u < 0xFEu) {
+        struct region *nr = region_from_map(a, b);
+        uintptr_t off = a - (uintptr_t)nr;
+        if (nr->cls == r->cls && off >= nr->blocks_off && !(off & nr->gmask)
+            && *region_tag(nr, a) != TAG_LIVE(nr->cls))     /* free, or carved and never used */
+            return next;
+    }
+    return region_link_bad(r, blk, next);
 }

@@ -26,7 +26,7 @@ HAK_INLINE unsigned region_map_get(uintptr_t p)
     uint8_t *leaf = atomic_load_explicit(&region_map_top[p >> 32], memory_order_relaxed);
     if (unlikely(leaf == NULL))
         return MAP_NONE;
-    return leaf[(p >> 16) & 0xFFFF];
+    return __atomic_load_n(&leaf[(p >> 16) & 0xFFFF], __ATOMIC_RELAXED);   /* written by other threads' mappings */
 }
 
 /* Header of the region holding p, given p's map byte b in 1..254: b - 1 chunks back

@@ -26,11 +26,14 @@ struct entry {
     unsigned cls;
 };
 
+#define INI_MAX_REPORTS 20       /* a file of garbage gets 20 lines and a count, not 200,000 */
+
 struct ini_ctx {
     const char *path;
     policy_report_fn report;
     void *rctx;
     int errors;
+    int lines;
 };
 
 static void say(struct ini_ctx *c, int is_error, uint32_t line, const char *fmt, ...)
@@ -43,12 +46,26 @@ static void say(struct ini_ctx *c, int is_error, uint32_t line, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    c->errors += is_error;
+    if (++c->lines > INI_MAX_REPORTS)
+        return;
+    for (char *m = msg; *m; m++)        /* text from the file must not forge a line */
+        if ((unsigned char)*m < 32 || *m == 127)
+            *m = '?';
     if (line)
         snprintf(out, sizeof out, "%s:%u: %s", c->path, line, msg);
     else
         snprintf(out, sizeof out, "%s: %s", c->path, msg);
     c->report(c->rctx, is_error, out);
-    c->errors += is_error;
+}
+
+static void say_dropped(struct ini_ctx *c)
+{
+    if (c->lines > INI_MAX_REPORTS) {
+        char out[600];
+        snprintf(out, sizeof out, "%s: %d more problem(s) not shown", c->path, c->lines - INI_MAX_REPORTS);
+        c->report(c->rctx, 1, out);
+    }
 }
 
 /* iniparser prints its own complaints; collect the first one instead. */
@@ -210,7 +227,7 @@ static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, un
 
 int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report, void *rctx)
 {
-    struct ini_ctx c = { path, report, rctx, 0 };
+    struct ini_ctx c = { .path = path, .report = report, .rctx = rctx };
     size_t len = 0;
     char *text = read_file(&c, &len);
     if (text == NULL)
@@ -225,6 +242,7 @@ int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report
     int fatal = scan(&c, text, len, ent, &nent);
     free(text);
     if (fatal) {
+        say_dropped(&c);
         free(ent);
         return c.errors;
     }
@@ -236,6 +254,7 @@ int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report
     if (d == NULL) {
         say(&c, 1, 0, "%s; policy unchanged", ini_error[0] ? ini_error : "iniparser could not load it");
         pthread_mutex_unlock(&ini_mutex);
+        say_dropped(&c);
         free(ent);
         return c.errors;
     }
@@ -266,6 +285,7 @@ int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report
     free(ent);
     if (settings == 0 && c.errors == 0)
         say(&c, 0, 0, "no settings in the file; defaults in force");
+    say_dropped(&c);
     snprintf(q.file, sizeof q.file, "%s", path);
     policy_finalize(&q);
     *p = q;

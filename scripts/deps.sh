@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc meson ninja-build pkg-config check libiniparser-dev)
-test_pkgs=(python3 git sqlite3)
+test_pkgs=(python3 git sqlite3 libpython3.11-testsuite clang libclang-rt-14-dev)
 bench_pkgs=(libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev)
 
 want=("${build_pkgs[@]}")

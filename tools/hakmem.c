@@ -85,16 +85,16 @@ static int config_check(const char *path)
     struct policy p;
     cold_init_core();
     policy_defaults(&p);
-    policy_apply_ini(&p, path, report, &c);
+    int errors = policy_apply_ini(&p, path, report, &c);     /* counts what was not shown too */
     if (p.file[0] == 0) {
         fprintf(stderr, "%s: not loaded\n", path);
         return 1;
     }
-    policy_apply_env(&p, report, &c);
+    errors += policy_apply_env(&p, report, &c);
     policy_describe(&p, print_setting, NULL);
-    if (c.errors)
-        fprintf(stderr, "%s: %d error(s), %d warning(s)\n", path, c.errors, c.warnings);
-    return c.errors ? 1 : 0;
+    if (errors)
+        fprintf(stderr, "%s: %d error(s), %d warning(s)\n", path, errors, c.warnings);
+    return errors ? 1 : 0;
 }
 
 static int config_show(void)

@@ -11,18 +11,20 @@
 struct route_class route_classes[HAK_NCLASSES] = {
     TINY(8, 3), TINY(16, 4), TINY(32, 5), TINY(64, 6),
     TINY(128, 7), TINY(256, 8), TINY(512, 9), TINY(1024, 10),
+    /* mid regions hold 8..16 blocks of their largest class: small enough that a
+     * region empties (and goes back) often, large enough to amortise the header */
     DOUBLING(10, 2),    /* 1280 .. 2 KiB    in 128 KiB regions */
-    DOUBLING(11, 4),    /* 2560 .. 4 KiB    in 256 KiB regions */
-    DOUBLING(12, 4),    /* 5 KiB .. 8 KiB   in 256 KiB regions */
-    DOUBLING(13, 8),    /* 10 KiB .. 16 KiB in 512 KiB regions */
-    DOUBLING(14, 16),   /* 20 KiB .. 32 KiB in 1 MiB regions */
-    DOUBLING(15, 16),   /* 40 KiB .. 64 KiB in 1 MiB regions */
-    DOUBLING(16, 32),   /* 80 KiB .. 128 KiB in 2 MiB regions */
-    DOUBLING(17, 64),   /* 160 KiB .. 256 KiB in 4 MiB regions */
+    DOUBLING(11, 2),    /* 2560 .. 4 KiB    in 128 KiB regions */
+    DOUBLING(12, 2),    /* 5 KiB .. 8 KiB   in 128 KiB regions */
+    DOUBLING(13, 4),    /* 10 KiB .. 16 KiB in 256 KiB regions */
+    DOUBLING(14, 4),    /* 20 KiB .. 32 KiB in 256 KiB regions */
+    DOUBLING(15, 8),    /* 40 KiB .. 64 KiB in 512 KiB regions */
+    DOUBLING(16, 16),   /* 80 KiB .. 128 KiB in 1 MiB regions */
+    DOUBLING(17, 32),   /* 160 KiB .. 256 KiB in 2 MiB regions */
 };
 
 /* Bytes a per-thread TLIST/MID list may hold before it spills half back. */
-#define LIST_BYTES_MAX (256u * 1024u)
+#define LIST_BYTES_MAX (128u * 1024u)
 
 void route_classes_init(void)
 {

@@ -12,7 +12,7 @@ struct large_block {
     size_t    maplen;
 };
 
-#define CACHE_MAX 16
+#define CACHE_MAX 64
 
 static pthread_mutex_t large_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct large_block *reg;          /* open addressing, linear probing, power-of-two size */

@@ -9,18 +9,18 @@
 
 void *api_malloc_mid(struct heap *h, size_t n);
 
-/* Returns p, so that with Phase 90 off at run time the call is a tail call. */
+/* Returns p, so that with Phase 90 off at run time the call is a tail call.  Either
+ * way the tiny tag's address comes from the pointer and class, not the header. */
 HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned cls)
 {
 #if HAK_PHASE90
     if (unlikely(!h->snap.phase90))
         return region_tag_set_live_call(region_of_tiny(p), p, cls);
-    *region_tag_tiny(p, cls) = (uint8_t)TAG_LIVE(cls);
-    HAK_UNPOISON(p, (size_t)8 << cls);
 #else
     (void)h;
-    region_tag_set_live(region_of_tiny(p), p, cls);
 #endif
+    *region_tag_tiny(p, cls) = (uint8_t)TAG_LIVE(cls);
+    HAK_UNPOISON(p, (size_t)8 << cls);
     return p;
 }
 

@@ -275,7 +275,7 @@ HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p,
     else if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
         cold_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
     else if (tag == TAG_FREE(cls))
-        cold_misuse(call, (void *)p, "double free", cls);
+        cold_misuse(call, (void *)p, strcmp(call, "free") ? "use after free (block already freed)" : "double free", cls);
     else
         cold_misuse(call, (void *)p, "invalid pointer (not the start of an allocated block)", cls);
 }

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include "hakmem.h"
 #include "testutil.h"
 #include "cold/cold.h"
@@ -142,6 +144,44 @@ START_TEST(test_usable_size_of_bad_pointers)
     ck_assert_ptr_null(r);
     ck_assert_ptr_nonnull(strstr(report, "malloc_usable_size(0x"));
     ck_assert_ptr_nonnull(strstr(report, "realloc(0x"));
+    ck_assert_ptr_nonnull(strstr(report, "use after free (block already freed) (class C"));
+    /* realloc of a foreign pointer: refused, reported, the pointer untouched */
+    char foreign[32] = "not hakmem's";
+    stderr_capture_begin(&c);
+    void *q = hak_realloc(foreign, 64);
+    stderr_capture_end(&c, report, sizeof report);
+    ck_assert_ptr_null(q);
+    ck_assert_str_eq(foreign, "not hakmem's");
+    ck_assert_ptr_nonnull(strstr(report, "hakmem: realloc(0x"));
+    ck_assert_ptr_nonnull(strstr(report, "not allocated by hakmem"));
+}
+END_TEST
+
+/* [safety] on_misuse = abort: the report, then abort(), as glibc does. */
+START_TEST(test_abort_setting)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char path[] = "/tmp/hak-abort-XXXXXX";
+        int fd = mkstemp(path);
+        const char text[] = "[safety]\non_misuse = abort\n";
+        if (write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
+            _exit(2);
+        close(fd);
+        unsetenv("HAKMEM_ON_MISUSE");
+        if (hak_policy_load(path) != 0)
+            _exit(3);
+        unlink(path);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        char *p = hak_malloc(40);
+        hak_free(p);
+        hak_free(p);
+        _exit(0);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %d", st);
 }
 END_TEST
 
@@ -157,6 +197,7 @@ int main(void)
     tcase_add_test(tc, test_double_free_refused);
     tcase_add_test(tc, test_interior_pointers_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);
+    tcase_add_test(tc, test_abort_setting);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
     srunner_run_all(sr, CK_ENV);

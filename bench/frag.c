@@ -14,42 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "frag"
+#include "bench_util.h"
+
 #define MIN_SIZE 16u
 #define MAX_SIZE 16384u
 #define FREE_PERMILLE 900u
 #define NMIXES 4u
-
-/* Read back at the end so the compiler must keep every write (and so every block). */
-static volatile unsigned char sink;
-
-/* splitmix64: deterministic for a given seed, a few cycles per draw, so the PRNG
- * stays negligible next to malloc/free. */
-static inline uint64_t next_rand(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Multiply-shift instead of '%': no division on the hot path, and the bias for
- * n <= 2^32 on a 32-bit draw is far below anything measurable here. */
-static inline uint32_t below(uint32_t bits, uint32_t n)
-{
-    return (uint32_t)(((uint64_t)bits * n) >> 32);
-}
-
-static unsigned long long parse_arg(const char *s, const char *what, unsigned long long min)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || v < min || s[0] == '-') {
-        fprintf(stderr, "frag: bad %s '%s'\n", what, s);
-        exit(2);
-    }
-    return v;
-}
 
 static inline size_t draw_size(unsigned mix, uint64_t *rng)
 {

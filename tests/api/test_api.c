@@ -2,6 +2,7 @@
  * (this executable links it, so every malloc in the process is hakmem's). */
 #define _GNU_SOURCE
 #include <check.h>
+#include "check_run.h"
 #include "config.h"
 #include <errno.h>
 #include <malloc.h>
@@ -269,9 +270,5 @@ int main(void)
     tcase_add_test(tc, test_calloc_zeroes_dirty_blocks);
     tcase_add_test(tc, test_errno_untouched_on_success);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

@@ -2,6 +2,7 @@
  * in a child), every allocating call returns NULL with ENOMEM, nothing crashes, the heap
  * stays intact, and allocation works again once memory is back. */
 #include <check.h>
+#include "check_run.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,9 +151,5 @@ int main(void)
     tcase_add_test(tc, test_fail_midway_through_refills);
     tcase_add_test(tc, test_rlimit_as_child);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

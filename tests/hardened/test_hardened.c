@@ -2,6 +2,7 @@
  * caught when it is freed, an overwritten free-list link is caught before it is followed,
  * and misuse aborts after its report unless the policy says report. */
 #include <check.h>
+#include "check_run.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +109,5 @@ int main(void)
     tcase_add_test(tc, test_corrupt_link_caught);
     tcase_add_test(tc, test_abort_by_default);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

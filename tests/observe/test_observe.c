@@ -1,6 +1,7 @@
 /* OBSERVE counters add up on a known sequence of allocations: per class, in slots and
  * lists, for large blocks, for remote frees, and across threads that have exited. */
 #include <check.h>
+#include "check_run.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,9 +150,5 @@ int main(void)
     tcase_add_test(tc, test_bytes_live_and_peak);
     tcase_add_test(tc, test_report_prints);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

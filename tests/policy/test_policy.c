@@ -2,6 +2,7 @@
  * environment beats INI, every shipped config/ file loads cleanly, the key table matches
  * meson_options.txt, and a published policy reaches every running thread at its next call. */
 #include <check.h>
+#include "check_run.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -474,9 +475,5 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_epoch_bound_threads);
     tcase_add_test(tc, test_load_bad_file_keeps_policy);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

@@ -2,6 +2,7 @@
  * inside regions: a use after free, a write past a block, or a read of carved-but-unused
  * memory is reported by ASan itself.  Each case runs in a child that ASan must stop. */
 #include <check.h>
+#include "check_run.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +86,5 @@ int main(void)
     tcase_add_test(tc, test_asan_sees_inside_regions);
     tcase_add_test(tc, test_clean_use_passes);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

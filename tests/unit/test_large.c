@@ -1,6 +1,7 @@
 /* Unit tests of large blocks: alignment, usable size, the cache's bounds in count and
  * bytes, reuse from the cache, mremap growth, and memory going back to the OS. */
 #include <check.h>
+#include "check_run.h"
 #include <stdlib.h>
 #include "hakmem.h"
 #include "testutil.h"
@@ -121,9 +122,5 @@ int main(void)
     tcase_add_test(tc, test_large_realloc_remap);
     tcase_add_test(tc, test_memory_returns);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

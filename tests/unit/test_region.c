@@ -2,6 +2,7 @@
  * detection of foreign pointers, interior pointers and double frees (refused, reported). */
 #define _GNU_SOURCE
 #include <check.h>
+#include "check_run.h"
 #include <stdlib.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -199,9 +200,5 @@ int main(void)
     tcase_add_test(tc, test_usable_size_of_bad_pointers);
     tcase_add_test(tc, test_abort_setting);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

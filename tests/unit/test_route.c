@@ -1,6 +1,7 @@
 /* Unit tests of the class table and the router: every size 0..1 MiB maps to the
  * smallest class that fits, with the default route, with and without Phase 91. */
 #include <check.h>
+#include "check_run.h"
 #include <stdlib.h>
 #include "cold/cold.h"
 #include "route/route.h"
@@ -103,9 +104,5 @@ int main(void)
     tcase_add_test(tc, test_routes_phase91_table);
     tcase_add_test(tc, test_slots_never_route_mid_classes);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

@@ -1,6 +1,7 @@
 /* Unit tests of the per-thread caches: inline slots push/pop LIFO, overflow spills
  * half back to the regions, an empty cache refills half its capacity; lists the same. */
 #include <check.h>
+#include "check_run.h"
 #include <stdlib.h>
 #include "hakmem.h"
 #include "cold/cold.h"
@@ -155,9 +156,5 @@ int main(void)
     tcase_add_test(tc, test_mid_route_list);
     tcase_add_test(tc, test_flush_returns_everything);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(su);
 }

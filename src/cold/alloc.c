@@ -357,8 +357,7 @@ HAK_COLD void cold_heap_refresh(struct heap *h)
     }
 }
 
-/* Thread exit (or a child after fork): flush, then hand every region on. */
-void cold_heap_release_regions(struct heap *h);
+/* Thread exit: after the flush, every region goes to the pool (empty) or is abandoned. */
 HAK_COLD void cold_heap_release_regions(struct heap *h)
 {
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {

@@ -24,6 +24,7 @@ void  cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t
 void  cold_free_spill(struct heap *h, void *p, struct region *r);
 void  cold_heap_flush(struct heap *h);
 void  cold_heap_refresh(struct heap *h);
+void  cold_heap_release_regions(struct heap *h);   /* thread exit: every region on */
 
 /* region_pool.c: whole regions between heaps, the pool and the OS */
 struct region *region_pool_take(unsigned cls, struct heap *h);
@@ -33,7 +34,6 @@ struct region *region_adopt(unsigned cls, struct heap *h);
 void  region_pool_lock(void);
 void  region_pool_unlock(void);
 void  region_pool_reset_locks(void);
-size_t region_pool_stats(size_t *pooled, size_t *unpurged, size_t *abandoned);
 
 /* heap.c: per-thread heap lifecycle */
 struct heap *cold_heap_acquire(void);

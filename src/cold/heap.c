@@ -12,8 +12,6 @@ static struct heap *heaps_all;        /* every heap ever made, linked by next_he
 static struct heap *heaps_free[1024]; /* released heaps waiting for a new thread */
 static unsigned heaps_free_n;
 
-void cold_heap_release_regions(struct heap *h);
-
 void cold_heap_lock(void)   { pthread_mutex_lock(&heaps_mutex); }
 void cold_heap_unlock(void) { pthread_mutex_unlock(&heaps_mutex); }
 

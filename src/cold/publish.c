@@ -9,8 +9,6 @@
 #include "cold.h"
 #include "os.h"
 
-void policy_swap(const struct policy *p);
-
 static void report_stderr(void *ctx, int is_error, const char *line)
 {
     (void)is_error;

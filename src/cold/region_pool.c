@@ -226,15 +226,3 @@ HAK_COLD struct region *region_adopt(unsigned cls, struct heap *h)
     }
     return r;
 }
-
-size_t region_pool_stats(size_t *pooled, size_t *unpurged, size_t *nabandoned)
-{
-    pthread_mutex_lock(&pool_mutex);
-    *pooled = pool_bytes;
-    *unpurged = pool_unpurged;
-    pthread_mutex_unlock(&pool_mutex);
-    pthread_mutex_lock(&abandoned_mutex);
-    *nabandoned = abandoned_n;
-    pthread_mutex_unlock(&abandoned_mutex);
-    return *pooled;
-}

@@ -28,8 +28,6 @@ void policy_install_initial(const struct policy *p)
     atomic_store(&policy_current, &policy_initial);
 }
 
-/* Publishing later policies (cold/publish.c) swaps this pointer. */
-void policy_swap(const struct policy *p);
 void policy_swap(const struct policy *p)
 {
     atomic_store(&policy_current, p);

@@ -77,6 +77,7 @@ extern _Atomic uint64_t policy_epoch;
 /* The policy in force: immutable once published. */
 const struct policy *policy_now(void);
 void policy_install_initial(const struct policy *p);   /* start-up only, before any heap */
+void policy_swap(const struct policy *p);              /* publishing: cold/publish.c */
 void policy_snapshot_build(struct policy_snapshot *s);
 
 /* policy.c: defaults, values, names */

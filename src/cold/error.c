@@ -38,7 +38,9 @@ HAK_COLD void cold_misuse(const char *call, const void *p, const char *what, int
     put_num(&l, (uintptr_t)p, 16);
     put(&l, "): ");
     put(&l, what);
-    if (cls >= 0 && cls < HAK_NCLASSES) {
+    if (cls == HAK_NCLASSES) {
+        put(&l, " (large block)");
+    } else if (cls >= 0 && cls < HAK_NCLASSES) {
         put(&l, " (class C");
         put_num(&l, (uintptr_t)cls, 10);
         put(&l, ", ");

@@ -191,7 +191,8 @@ HAK_COLD int large_free(void *p, const char *call)
     for (unsigned i = 0; i < nev; i++)
         os_unmap((void *)evicted[i].base, evicted[i].maplen);
     if (e == NULL) {
-        cold_misuse(call, p, in_cache ? "double free" : "invalid pointer (not allocated by hakmem)", -1);
+        cold_misuse(call, p, in_cache ? "double free" : "invalid pointer (not allocated by hakmem)",
+                    in_cache ? HAK_NCLASSES : -1);      /* a class row past the last: "large block" */
         return 0;
     }
     return 1;

@@ -84,22 +84,9 @@ HAK_INLINE void *hot_malloc(size_t n)
     return cold_malloc(h, n);
 }
 
-HAK_INLINE void hot_free(void *ptr)
+/* A live block of h's own region r whose tag is *tag: into the thread's cache. */
+HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, uint8_t *tag)
 {
-    uintptr_t p = (uintptr_t)ptr;
-    unsigned b = region_map_get(p);
-    struct heap *h = heap_tls;
-    if (unlikely(b - 1u >= 0xFEu)) {          /* not a region: NULL, large or foreign */
-        cold_free_nonregion(h, ptr, b, "free");
-        return;
-    }
-    struct region *r = region_from_map(p, b);
-    uint8_t *tag;
-    if (unlikely(!region_tag_check_live(r, p, &tag)
-                 || atomic_load_explicit(&r->owner, memory_order_relaxed) != h)) {
-        cold_free_region(h, ptr, r);           /* misuse, or a block of another thread */
-        return;
-    }
     unsigned cls = r->cls;
     *tag = (uint8_t)TAG_FREE(cls);
     HAK_POISON(ptr, r->bsize);
@@ -120,6 +107,39 @@ HAK_INLINE void hot_free(void *ptr)
         }
     }
     cold_free_spill(h, ptr, r);
+}
+
+HAK_INLINE void hot_free(void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    struct heap *h = heap_tls;
+    struct region *r;
+    uint8_t *tag;
+#if HAK_PHASE93
+    /* Phase 93: one of this thread's own tiny regions, known without the map */
+    uintptr_t base = p & ~(uintptr_t)0xFFFF;
+    if (likely(*heap_rcache_slot(h, p) == base)) {
+        r = (struct region *)base;
+        if (likely(region_tag_check_live(r, p, &tag))) {
+            hot_free_owned(h, ptr, r, tag);
+            return;
+        }
+        cold_free_region(h, ptr, r);           /* misuse: reported there */
+        return;
+    }
+#endif
+    unsigned b = region_map_get(p);
+    if (unlikely(b - 1u >= 0xFEu)) {          /* not a region: NULL, large or foreign */
+        cold_free_nonregion(h, ptr, b, "free");
+        return;
+    }
+    r = region_from_map(p, b);
+    if (unlikely(!region_tag_check_live(r, p, &tag)
+                 || atomic_load_explicit(&r->owner, memory_order_relaxed) != h)) {
+        cold_free_region(h, ptr, r);           /* misuse, or a block of another thread */
+        return;
+    }
+    hot_free_owned(h, ptr, r, tag);
 }
 
 #endif

@@ -55,8 +55,49 @@ static unsigned region_take(struct region *r, void **out, unsigned want)
     return n;
 }
 
-static void heap_list_add(struct class_regions *cr, struct region *r)
+/* Phase 93's cache follows the heap's list of tiny regions exactly: noted when a region
+ * joins, forgotten when it leaves (release or abandon), so a hit needs no owner check. */
+static void rcache_note(struct heap *h, struct region *r)
 {
+#if HAK_PHASE93
+    if (h->snap.phase93 && r->chunks == 1)
+        *heap_rcache_slot(h, (uintptr_t)r) = (uintptr_t)r;
+#else
+    (void)h, (void)r;
+#endif
+}
+
+static void rcache_forget(struct heap *h, struct region *r)
+{
+#if HAK_PHASE93
+    uintptr_t *e = heap_rcache_slot(h, (uintptr_t)r);
+    if (*e == (uintptr_t)r)
+        *e = RCACHE_EMPTY;
+#else
+    (void)h, (void)r;
+#endif
+}
+
+/* After a snapshot change: empty, then (Phase 93 on) every owned tiny region again. */
+void cold_heap_rcache_rebuild(struct heap *h)
+{
+#if HAK_PHASE93
+    for (unsigned i = 0; i < RCACHE_SIZE; i++)
+        h->rcache[i] = RCACHE_EMPTY;
+    for (unsigned c = 0; c < HAK_NTINY; c++) {
+        struct region *r = h->regions[c].list;
+        for (unsigned i = 0; r && i < h->regions[c].n; i++, r = r->next)
+            rcache_note(h, r);
+    }
+#else
+    (void)h;
+#endif
+}
+
+static void heap_list_add(struct heap *h, struct region *r)
+{
+    struct class_regions *cr = &h->regions[r->cls];
+    rcache_note(h, r);
     if (cr->list == NULL) {
         r->next = r->prev = r;
         cr->list = r;
@@ -70,8 +111,10 @@ static void heap_list_add(struct class_regions *cr, struct region *r)
     cr->n++;
 }
 
-static void heap_list_remove(struct class_regions *cr, struct region *r)
+static void heap_list_remove(struct heap *h, struct region *r)
 {
+    struct class_regions *cr = &h->regions[r->cls];
+    rcache_forget(h, r);
     if (r->next == r) {
         cr->list = NULL;
     } else {
@@ -95,7 +138,7 @@ static void region_put(struct heap *h, void *p)
     region_link_store(r, p, r->free);
     r->free = p;
     if (--r->used == 0 && r != h->regions[r->cls].cur) {
-        heap_list_remove(&h->regions[r->cls], r);
+        heap_list_remove(h, r);
         region_pool_release(r);
     }
 }
@@ -122,7 +165,7 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
     }
     struct region *s;
     while ((s = region_adopt(cls, h)) != NULL) {
-        heap_list_add(cr, s);
+        heap_list_add(h, s);
         if ((n = region_take(s, out, want))) {
             cr->cur = s;
             return n;
@@ -131,7 +174,7 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
     s = region_pool_take(cls, h);
     if (s == NULL)
         return 0;
-    heap_list_add(cr, s);
+    heap_list_add(h, s);
     cr->cur = s;
     return region_take(s, out, want);
 }
@@ -355,6 +398,7 @@ HAK_COLD void cold_heap_refresh(struct heap *h)
         if (old.route[c] != h->snap.route[c] || slots_cap(h, c) < h->slot[c].count)
             heap_flush_class(h, c);
     }
+    cold_heap_rcache_rebuild(h);
 }
 
 /* Thread exit: after the flush, every region goes to the pool (empty) or is abandoned. */
@@ -364,7 +408,7 @@ HAK_COLD void cold_heap_release_regions(struct heap *h)
         struct class_regions *cr = &h->regions[c];
         while (cr->list) {
             struct region *r = cr->list;
-            heap_list_remove(cr, r);
+            heap_list_remove(h, r);
             region_collect(r);
             if (r->used == 0)
                 region_pool_release(r);

@@ -25,6 +25,7 @@ void  cold_free_spill(struct heap *h, void *p, struct region *r);
 void  cold_heap_flush(struct heap *h);
 void  cold_heap_refresh(struct heap *h);
 void  cold_heap_release_regions(struct heap *h);   /* thread exit: every region on */
+void  cold_heap_rcache_rebuild(struct heap *h);
 
 /* region_pool.c: whole regions between heaps, the pool and the OS */
 struct region *region_pool_take(unsigned cls, struct heap *h);

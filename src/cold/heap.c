@@ -4,7 +4,11 @@
 #include "cold.h"
 #include "os.h"
 
+#if HAK_PHASE93
+struct heap heap_empty = { .rcache = { [0 ... RCACHE_SIZE - 1] = RCACHE_EMPTY } };
+#else
 struct heap heap_empty;
+#endif
 HAK_TLS struct heap *heap_tls = &heap_empty;
 
 static pthread_mutex_t heaps_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +38,7 @@ static void heap_setup(struct heap *h)
     h->live = 1;                     /* before the snapshot: publishers now see this heap */
     heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
+    cold_heap_rcache_rebuild(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         h->lists[c].max = route_classes[c].cache_max;
     h->thread = pthread_self();

@@ -173,6 +173,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         }
         if (k == PK_PHASE90) p->phase90 = (uint8_t)b;
         if (k == PK_PHASE91) p->phase91 = (uint8_t)b;
+        if (k == PK_PHASE93) p->phase93 = (uint8_t)b;
         if (k == PK_OBSERVE) p->observe = (uint8_t)b;
         break;
     case PT_UINT:
@@ -237,6 +238,7 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     switch (k) {
     case PK_PHASE90:        snprintf(buf, len, "%s", p->phase90 ? "on" : "off"); break;
     case PK_PHASE91:        snprintf(buf, len, "%s", p->phase91 ? "on" : "off"); break;
+    case PK_PHASE93:        snprintf(buf, len, "%s", p->phase93 ? "on" : "off"); break;
     case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
     case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
     case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
@@ -365,6 +367,7 @@ void policy_snapshot_build(struct policy_snapshot *s)
     s->slots_cap = g->slots_cap ? g->slots_cap : 1;
     s->phase90 = (uint8_t)(HAK_PHASE90 && g->phase90);
     s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);
+    s->phase93 = (uint8_t)(HAK_PHASE93 && g->phase93);
     s->observe = (uint8_t)(HAK_OBSERVE && g->observe);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {

@@ -45,7 +45,7 @@ struct policy {
     uint8_t  route_set[HAK_NCLASSES];    /* explicit [route] Cn, 0 = derive from [slots] */
     uint8_t  slots_mask;                 /* tiny classes with inline slots */
     uint16_t slots_cap;                  /* 1..HAK_SLOTS_CAP_MAX */
-    uint8_t  phase90, phase91, observe;  /* effective: 0 when compiled out */
+    uint8_t  phase90, phase91, phase93, observe;  /* effective: 0 when compiled out */
     uint8_t  on_misuse_abort;
     uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
     uint64_t large_cache_bytes;
@@ -64,7 +64,7 @@ struct policy {
  * reaches a thread that never misses (src/cold/publish.c). */
 struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES];
-    uint8_t  phase90, phase91, observe;
+    uint8_t  phase90, phase91, phase93, observe;
     uint16_t slots_cap;
     uint64_t epoch;
 #if HAK_PHASE91

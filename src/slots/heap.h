@@ -32,6 +32,9 @@ struct heap_obs {
     int64_t  live_synced;            /* bytes this heap last added to the global live count */
 };
 
+#define RCACHE_SIZE 64
+#define RCACHE_EMPTY ((uintptr_t)1)
+
 /* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
 #define SLOT_CLASS_NONE HAK_NCLASSES
 
@@ -47,6 +50,12 @@ struct heap {
     } slot[HAK_NCLASSES + 1];
     void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX];
     struct list_bin lists[HAK_NCLASSES];
+#if HAK_PHASE93
+    /* Phase 93: this heap's own tiny regions, direct-mapped by chunk number.  An entry is
+     * set while the heap owns the region and cleared when it leaves, so a hit proves both
+     * "ours" and "owned here".  Empty entries hold 1, which no chunk address equals. */
+    uintptr_t rcache[RCACHE_SIZE];
+#endif
     struct class_regions regions[HAK_NCLASSES];
     struct heap *next_heap;          /* all heaps, for fork and reuse */
     pthread_t thread;
@@ -65,6 +74,16 @@ struct heap {
 
 /* Every thread starts on the static empty heap: all routes ROUTE_NONE and all
  * caches empty, so its first call misses into the cold path, which builds a real one. */
+HAK_INLINE uintptr_t *heap_rcache_slot(struct heap *h, uintptr_t p)
+{
+#if HAK_PHASE93
+    return &h->rcache[(p >> 16) & (RCACHE_SIZE - 1)];
+#else
+    (void)h, (void)p;
+    return NULL;
+#endif
+}
+
 extern struct heap heap_empty;
 extern HAK_TLS struct heap *heap_tls;
 

@@ -299,7 +299,7 @@ END_TEST
 START_TEST(test_shipped_configs_load)
 {
     static const char *files[] = { "default.ini", "phase91-off.ini", "phase90-off.ini", "phases-off.ini",
-        "slots-off.ini", "slots-all.ini", "observe-on.ini", "lean.ini" };
+        "slots-off.ini", "slots-all.ini", "observe-on.ini", "lean.ini", "phase93-off.ini" };
     for (unsigned i = 0; i < sizeof files / sizeof files[0]; i++) {
         char f[512];
         snprintf(f, sizeof f, "%s/config/%s", srcdir, files[i]);

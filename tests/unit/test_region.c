@@ -158,6 +158,51 @@ START_TEST(test_usable_size_of_bad_pointers)
 }
 END_TEST
 
+#if HAK_PHASE93
+/* Phase 93's cache holds exactly the heap's own tiny regions: noted when one joins,
+ * forgotten when it leaves, rebuilt when the phase is switched. */
+START_TEST(test_phase93_cache_coherent)
+{
+    struct heap *h;
+    char *p = hak_malloc(24);                       /* C2 */
+    h = heap_tls;
+    uintptr_t base = (uintptr_t)p & ~(uintptr_t)0xFFFF;
+    ck_assert_uint_eq(*heap_rcache_slot(h, base), base);
+    /* a second region of the same class; the first empties and leaves the heap */
+    enum { N = 2100 };                              /* > one region of 32-byte blocks */
+    static char *blk[N];
+    for (int i = 0; i < N; i++)
+        blk[i] = hak_malloc(24);
+    hak_free(p);
+    for (int i = 0; i < N; i++)
+        hak_free(blk[i]);
+    cold_heap_flush(h);
+    for (unsigned i = 0; i < RCACHE_SIZE; i++) {
+        uintptr_t e = h->rcache[i];
+        if (e == RCACHE_EMPTY)
+            continue;
+        struct region *r = (struct region *)e;      /* every entry: a live region of this heap */
+        ck_assert_uint_eq(region_map_get(e), 1);
+        ck_assert_ptr_eq(atomic_load(&r->owner), h);
+        ck_assert_uint_eq(r->chunks, 1);
+    }
+    /* switched off: the cache empties and frees still work */
+    char path[] = "/tmp/hak-p93-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_eq(write(fd, "[phases]\nphase93 = off\n", 23), 23);
+    close(fd);
+    ck_assert_int_eq(hak_policy_load(path), 0);
+    unlink(path);
+    hak_free(hak_malloc(24));
+    for (unsigned i = 0; i < RCACHE_SIZE; i++)
+        ck_assert_uint_eq(h->rcache[i], RCACHE_EMPTY);
+    char *q = hak_malloc(24);
+    ck_assert_ptr_nonnull(strstr(free_reported(q + 8), "not the start"));   /* the map path checks */
+    hak_free(q);
+}
+END_TEST
+#endif
+
 /* [safety] on_misuse = abort: the report, then abort(), as glibc does. */
 START_TEST(test_abort_setting)
 {
@@ -199,6 +244,9 @@ int main(void)
     tcase_add_test(tc, test_interior_pointers_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);
     tcase_add_test(tc, test_abort_setting);
+#if HAK_PHASE93
+    tcase_add_test(tc, test_phase93_cache_coherent);
+#endif
     suite_add_tcase(su, tc);
     return check_run(su);
 }

@@ -107,7 +107,6 @@ static void heap_list_add(struct heap *h, struct region *r)
         r->prev->next = r;
         cr->list->prev = r;
     }
-    r->listed = 1;
     cr->n++;
 }
 
@@ -126,7 +125,6 @@ static void heap_list_remove(struct heap *h, struct region *r)
     if (cr->cur == r)
         cr->cur = NULL;
     r->next = r->prev = NULL;
-    r->listed = 0;
     cr->n--;
 }
 

@@ -41,7 +41,6 @@ static void heap_setup(struct heap *h)
     cold_heap_rcache_rebuild(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         h->lists[c].max = route_classes[c].cache_max;
-    h->thread = pthread_self();
 }
 
 /* Every live heap misses on its next malloc or free and rebuilds its snapshot. */
@@ -143,6 +142,4 @@ HAK_COLD void cold_heap_after_fork_child(void)
                     heaps_free[i] = heaps_free[--heaps_free_n];
         }
     }
-    if (heap_tls != &heap_empty)
-        heap_tls->thread = pthread_self();
 }

@@ -136,7 +136,6 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->live_tag = (uint8_t)TAG_LIVE(cls);
     r->gmask = (1u << rc->gshift) - 1;
     r->chunks = rc->chunks;
-    r->listed = 0;
     r->bsize = rc->size;
     r->free = NULL;
     r->used = 0;
@@ -146,7 +145,6 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     atomic_store_explicit(&r->remote, NULL, memory_order_relaxed);
     r->next = r->prev = NULL;
     r->secret = region_secret(a);
-    r->purged = 0;
     atomic_store(&r->owner, h);
     cold_obs_region(0);
     HAK_POISON((char *)r + rc->blocks_off, ((size_t)rc->chunks << HAK_CHUNK_SHIFT) - rc->blocks_off);
@@ -219,7 +217,6 @@ HAK_COLD struct region *region_adopt(unsigned cls, struct heap *h)
     pthread_mutex_unlock(&abandoned_mutex);
     if (r) {
         r->next = r->prev = NULL;
-        r->listed = 0;
         /* seq_cst store before the adopter's first collect, so a remote free
          * either lands before the collect or sees the new owner */
         atomic_store(&r->owner, h);

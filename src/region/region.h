@@ -34,9 +34,6 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: free-list link encoding key */
     uint32_t bsize;
-    uint8_t  listed;                 /* 1 while on its owner's per-class list */
-    uint8_t  purged;                 /* pages past the header were given back to the OS */
-    uint8_t  pad_[2];
     uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes, indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 

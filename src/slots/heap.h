@@ -58,7 +58,6 @@ struct heap {
 #endif
     struct class_regions regions[HAK_NCLASSES];
     struct heap *next_heap;          /* all heaps, for fork and reuse */
-    pthread_t thread;
     uint8_t  live;                   /* owned by a running thread */
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */

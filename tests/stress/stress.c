@@ -64,6 +64,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "testrand.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -110,26 +111,6 @@ static size_t rss_bytes(void)
         res = 0;
     fclose(f);
     return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-static inline uint64_t rng_next(uint64_t *s)   /* xorshift64* */
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
 }
 
 static double mib(double bytes) { return bytes / (double)MiB; }

@@ -38,37 +38,42 @@ HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p, unsigne
     return p;
 }
 
-/* Tiny blocks: with Phase 91 the table entry gives the class, and a nonzero slot count
- * alone says "pop" (counts are 0 off the SLOTS route, and an invalidated entry points at
- * SLOT_CLASS_NONE); without it the class is computed and the route checked. */
+/* Tiny blocks: with Phase 91 the table entry gives the class and route; without it the
+ * class is computed.  Either way the pop needs no route check: a class off the SLOTS route
+ * (or an invalidated Phase 91 entry, class SLOT_CLASS_NONE) has an empty array, whose top
+ * reads as the NULL sentinel. */
 HAK_INLINE void *hot_malloc(size_t n)
 {
     struct heap *h = heap_tls;
     if (likely(n <= HAK_TINY_MAX)) {
-        unsigned cls, route, count;
+        unsigned cls;
 #if HAK_PHASE91
+        unsigned e = 0;
         if (likely(h->snap.phase91)) {
-            unsigned e = __atomic_load_n(&h->snap.table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
+            e = HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
             cls = e & 0xFF;
-            route = e >> 8;
-            count = h->slot[cls].count;
         } else
 #endif
-        {
             cls = route_class_of(n);
-            route = route_of_class(&h->snap, cls);
-            count = route == ROUTE_SLOTS ? h->slot[cls].count : 0;
-        }
-        if (likely(count != 0)) {
-            h->slot[cls].count = (uint16_t)--count;
-            void *p = h->slot_items[cls][count];
+        void **top = h->slot_top[cls];
+        void *p = *top;
+        if (likely(p != NULL)) {
+            h->slot_top[cls] = top - 1;
             OBS_INC(h, allocs, cls);
             OBS_INC(h, slot_hits, cls);
             return hot_tag_live_tiny(h, p, cls);
         }
+        /* The route is needed only now, on a slots miss. */
+        unsigned route;
+#if HAK_PHASE91
+        if (h->snap.phase91)
+            route = e >> 8;
+        else
+#endif
+            route = route_of_class(&h->snap, cls);
         if (route >= ROUTE_TLIST) {
             struct list_bin *l = &h->lists[cls];
-            void *p = l->head;
+            p = l->head;
             if (likely(p != NULL)) {
                 struct region *r = region_of_tiny(p);
                 l->head = region_link_load(r, p, 0);
@@ -88,13 +93,13 @@ HAK_INLINE void *hot_malloc(size_t n)
 HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, uint8_t *tag)
 {
     unsigned cls = r->cls;
-    *tag = (uint8_t)TAG_FREE(cls);
+    *tag ^= (uint8_t)(TAG_LIVE(0) ^ TAG_FREE(0));   /* live, as just checked, to free */
     HAK_POISON(ptr, r->bsize);
     OBS_INC(h, frees, cls);
-    unsigned count = h->slot[cls].count;
-    if (likely(count < slots_cap(h, cls))) {
-        h->slot_items[cls][count] = ptr;
-        h->slot[cls].count = (uint16_t)(count + 1);
+    void **top = h->slot_top[cls] + 1;
+    if (likely((uintptr_t)top <= (uintptr_t)slots_lim(h, cls))) {
+        *top = ptr;
+        h->slot_top[cls] = top;
         return;
     }
     if (likely(route_of_class(&h->snap, cls) >= ROUTE_TLIST)) {

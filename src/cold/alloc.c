@@ -184,19 +184,20 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
     unsigned route = h->snap.route[cls];
     OBS_INC(h, allocs, cls);
     if (route == ROUTE_SLOTS && cls < HAK_NTINY) {
-        unsigned cap = slots_cap(h, cls);
-        if (h->slot[cls].count) {
-            p = h->slot_items[cls][--h->slot[cls].count];
+        void ***top = &h->slot_top[cls];
+        if (**top) {
+            p = *(*top)--;
             OBS_INC(h, slot_hits, cls);
         } else {
             OBS_INC(h, refills, cls);
             cold_obs_sync(h);
+            unsigned cap = slots_cap(h, cls);
             unsigned want = cap / 2 ? cap / 2 : 1;
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
                 goto oom;
             for (unsigned i = n - 1; i >= 1; i--)   /* lowest address pops first */
-                h->slot_items[cls][h->slot[cls].count++] = buf[i];
+                *++*top = buf[i];
             p = buf[0];
         }
     } else {
@@ -260,8 +261,8 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
 {
     unsigned cls = r->cls;
     if (h->snap.route[cls] == ROUTE_SLOTS && cls < HAK_NTINY) {
-        unsigned cap = slots_cap(h, cls), count = h->slot[cls].count;
-        void **items = h->slot_items[cls];
+        unsigned cap = slots_cap(h, cls), count = slots_count(h, cls);
+        void **items = h->slot_items[cls] + 1;       /* past the sentinel */
         if (count >= cap) {
             OBS_INC(h, overflows, cls);
             cold_obs_sync(h);
@@ -271,12 +272,11 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             memmove(items, items + half, (count - half) * sizeof(void *));
             count -= half;
         }
+        h->slot_top[cls] = items + count - 1;
         if (count < cap) {
-            items[count++] = p;
-            h->slot[cls].count = (uint16_t)count;
+            *++h->slot_top[cls] = p;
             return;
         }
-        h->slot[cls].count = (uint16_t)count;
     } else {
         struct list_bin *l = &h->lists[cls];
         if (l->count >= l->max) {
@@ -367,8 +367,8 @@ HAK_COLD void cold_free_nonregion(struct heap *h, void *p, unsigned mapbyte, con
 static void heap_flush_class(struct heap *h, unsigned cls)
 {
     if (cls < HAK_NTINY)
-        while (h->slot[cls].count)
-            region_put(h, h->slot_items[cls][--h->slot[cls].count]);
+        while (*h->slot_top[cls])
+            region_put(h, *h->slot_top[cls]--);
     struct list_bin *l = &h->lists[cls];
     while (l->head) {
         void *q = l->head;
@@ -393,7 +393,7 @@ HAK_COLD void cold_heap_refresh(struct heap *h)
     struct policy_snapshot old = h->snap;
     cold_heap_snapshot(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        if (old.route[c] != h->snap.route[c] || slots_cap(h, c) < h->slot[c].count)
+        if (old.route[c] != h->snap.route[c] || slots_cap(h, c) < slots_count(h, c))
             heap_flush_class(h, c);
     }
     cold_heap_rcache_rebuild(h);

@@ -34,6 +34,7 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: free-list link encoding key */
     uint32_t bsize;
+    uint32_t tag_lim;                /* tags in the region: (chunks * 64 KiB) >> gshift */
     uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes, indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 
@@ -66,13 +67,19 @@ HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
 
 void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* returns p */
 
-/* The free half: nonzero when p is a live block start of r. */
+/* The free half: nonzero when p is a live block start of r.  Rotating the offset right
+ * by gshift gives the tag index of a granule start and, for any other offset, a number
+ * with the stray low bits on top, far above tag_lim: one compare checks both. */
 HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)
 {
-    uintptr_t off = p - (uintptr_t)r;
-    uint8_t *t = &r->tags[off >> r->gshift];
-    *tagp = t;
-    return ((*t ^ r->live_tag) | (off & r->gmask)) == 0;
+    uint32_t off = (uint32_t)(p - (uintptr_t)r), s = r->gshift;
+    uint32_t idx = (off >> s) | (off << ((32 - s) & 31));
+    if (unlikely(idx >= r->tag_lim)) {
+        *tagp = &r->tags[0];                 /* a header granule: never live */
+        return 0;
+    }
+    *tagp = &r->tags[idx];
+    return **tagp == r->live_tag;
 }
 
 /* Free-list links live in the first word of a free block.  Hardened builds encode them

@@ -41,14 +41,15 @@ struct heap_obs {
 struct heap {
     struct policy_snapshot snap;     /* read on every malloc and free */
     /* Inline slots: fixed-capacity LIFO arrays that never touch the blocks they hold.
-     * Count and capacity exist for every class and are 0 where the route is not SLOTS,
-     * so free needs no route check: count < cap says it all.  A publisher zeroes the
-     * capacities (relaxed atomic) to send the owner's next free to the cold path. */
-    struct slot_ctl {
-        uint16_t count;
-        uint16_t cap;
-    } slot[HAK_NCLASSES + 1];
-    void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX];
+     * Every class has a control pair, so neither malloc nor free checks the route: top
+     * points at the last item pushed, and item 0 of each array is a NULL sentinel, so a
+     * pop that reads NULL is a miss without a count compare.  A push needs top < lim;
+     * lim is NULL where the route is not SLOTS, and a publisher stores NULL there
+     * (relaxed atomic) to send the owner's next free to the cold path. */
+    void   **slot_top[HAK_NCLASSES + 1];
+    void   **slot_lim[HAK_NCLASSES + 1];  /* apart from the tops: both index as cls * 8 */
+    void    *slot_none;              /* the sentinel every non-slots class's top points at */
+    void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX + 1];
     struct list_bin lists[HAK_NCLASSES];
 #if HAK_PHASE93
     /* Phase 93: this heap's own tiny regions, direct-mapped by chunk number.  An entry is
@@ -86,9 +87,21 @@ HAK_INLINE uintptr_t *heap_rcache_slot(struct heap *h, uintptr_t p)
 extern struct heap heap_empty;
 extern HAK_TLS struct heap *heap_tls;
 
-HAK_INLINE unsigned slots_cap(const struct heap *h, unsigned cls)
+HAK_INLINE void **slots_lim(struct heap *h, unsigned cls)
 {
-    return __atomic_load_n(&h->slot[cls].cap, __ATOMIC_RELAXED);
+    return HAK_LOAD_RELAXED(h->slot_lim[cls]);
+}
+
+/* Items cached and room, as numbers, for the cold paths and tests. */
+HAK_INLINE unsigned slots_count(const struct heap *h, unsigned cls)
+{
+    return cls < HAK_NTINY ? (unsigned)(h->slot_top[cls] - h->slot_items[cls]) : 0;
+}
+
+HAK_INLINE unsigned slots_cap(struct heap *h, unsigned cls)
+{
+    void **lim = slots_lim(h, cls);
+    return lim ? (unsigned)(lim - h->slot_items[cls]) : 0;
 }
 
 #endif

@@ -20,15 +20,16 @@ START_TEST(test_slots_lifo)
     void *a = hak_malloc(200);      /* C5: inline slots by default */
     unsigned c = route_class_of(200);
     ck_assert_uint_eq(h->snap.route[c], ROUTE_SLOTS);
-    ck_assert_uint_eq(h->slot[c].cap, 64);
-    ck_assert_uint_eq(h->slot[route_class_of(24)].cap, 0);     /* not a slots class */
-    uint32_t before = h->slot[c].count;
+    ck_assert_uint_eq(slots_cap(h, c), 64);
+    ck_assert_uint_eq(slots_cap(h, route_class_of(24)), 0);     /* not a slots class */
+    uint32_t before = slots_count(h, c);
     hak_free(a);
-    ck_assert_uint_eq(h->slot[c].count, before + 1);
-    ck_assert_ptr_eq(h->slot_items[c][before], a);
+    ck_assert_uint_eq(slots_count(h, c), before + 1);
+    ck_assert_ptr_eq(h->slot_items[c][before + 1], a);     /* item 0 is the sentinel */
+    ck_assert_ptr_eq(h->slot_items[c][0], NULL);
     void *b = hak_malloc(256);      /* same class: the slot just pushed pops first */
     ck_assert_ptr_eq(a, b);
-    ck_assert_uint_eq(h->slot[c].count, before);
+    ck_assert_uint_eq(slots_count(h, c), before);
     hak_free(b);
 }
 END_TEST
@@ -37,15 +38,14 @@ START_TEST(test_slots_refill_half)
 {
     struct heap *h = heap_now();
     unsigned c = route_class_of(700);
-    uint16_t *count = &h->slot[c].count;
-    unsigned cap = h->slot[c].cap;
+    unsigned cap = slots_cap(h, c);
     void *keep[1024];
     unsigned n = 0;
-    while (*count)                   /* drain the cache */
+    while (slots_count(h, c))                   /* drain the cache */
         keep[n++] = hak_malloc(700);
     void *p = hak_malloc(700);       /* miss: refill cap/2, hand one out */
     ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(*count, cap / 2 - 1);
+    ck_assert_uint_eq(slots_count(h, c), cap / 2 - 1);
     /* refilled blocks pop in address order within a fresh region */
     void *q = hak_malloc(700);
     ck_assert_ptr_eq(q, (char *)p + 1024);
@@ -60,23 +60,22 @@ START_TEST(test_slots_overflow_spills_half)
 {
     struct heap *h = heap_now();
     unsigned c = route_class_of(128);
-    uint16_t *count = &h->slot[c].count;
-    unsigned cap = h->slot[c].cap;
+    unsigned cap = slots_cap(h, c);
     void *blk[2 * HAK_SLOTS_CAP_MAX + 2];
     unsigned n = 2 * cap + 1;
     for (unsigned i = 0; i < n; i++)
         blk[i] = hak_malloc(128);
-    while (*count)                   /* start from an empty cache */
+    while (slots_count(h, c))                   /* start from an empty cache */
         blk[n++] = hak_malloc(128);
     for (unsigned i = 0; i < cap; i++)
         hak_free(blk[i]);
-    ck_assert_uint_eq(*count, cap);
+    ck_assert_uint_eq(slots_count(h, c), cap);
     hak_free(blk[cap]);              /* overflow: the older half goes back */
-    ck_assert_uint_eq(*count, cap - cap / 2 + 1);
-    ck_assert_ptr_eq(h->slot_items[c][*count - 1], blk[cap]);
+    ck_assert_uint_eq(slots_count(h, c), cap - cap / 2 + 1);
+    ck_assert_ptr_eq(*h->slot_top[c], blk[cap]);
     for (unsigned i = cap + 1; i < n; i++)
         hak_free(blk[i]);
-    ck_assert_uint_le(*count, cap);
+    ck_assert_uint_le(slots_count(h, c), cap);
 }
 END_TEST
 
@@ -132,7 +131,7 @@ START_TEST(test_flush_returns_everything)
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
         ck_assert_uint_eq(h->lists[c].count, 0);
         if (c < HAK_NTINY)
-            ck_assert_uint_eq(h->slot[c].count, 0);
+            ck_assert_uint_eq(slots_count(h, c), 0);
         /* every block is home, so only the current region stays with the heap */
         struct class_regions *cr = &h->regions[c];
         if (cr->list) {

@@ -92,7 +92,7 @@ HAK_INLINE void *hot_malloc(size_t n)
 /* A live block of h's own region r whose tag is *tag: into the thread's cache. */
 HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, uint8_t *tag)
 {
-    unsigned cls = r->cls;
+    size_t cls = r->cls;
     *tag ^= (uint8_t)(TAG_LIVE(0) ^ TAG_FREE(0));   /* live, as just checked, to free */
     HAK_POISON(ptr, r->bsize);
     OBS_INC(h, frees, cls);
@@ -122,10 +122,9 @@ HAK_INLINE void hot_free(void *ptr)
     uint8_t *tag;
 #if HAK_PHASE93
     /* Phase 93: one of this thread's own tiny regions, known without the map */
-    uintptr_t base = p & ~(uintptr_t)0xFFFF;
-    if (likely(*heap_rcache_slot(h, p) == base)) {
-        r = (struct region *)base;
-        if (likely(region_tag_check_live(r, p, &tag))) {
+    if (likely(*heap_rcache_slot(h, p) == heap_rcache_key(p))) {
+        r = region_of_tiny(ptr);
+        if (likely(region_tag_check_live_at(r, (uint16_t)p, &tag))) {
             hot_free_owned(h, ptr, r, tag);
             return;
         }

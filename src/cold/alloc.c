@@ -61,7 +61,7 @@ static void rcache_note(struct heap *h, struct region *r)
 {
 #if HAK_PHASE93
     if (h->snap.phase93 && r->chunks == 1)
-        *heap_rcache_slot(h, (uintptr_t)r) = (uintptr_t)r;
+        *heap_rcache_slot(h, (uintptr_t)r) = heap_rcache_key((uintptr_t)r);
 #else
     (void)h, (void)r;
 #endif
@@ -71,7 +71,7 @@ static void rcache_forget(struct heap *h, struct region *r)
 {
 #if HAK_PHASE93
     uintptr_t *e = heap_rcache_slot(h, (uintptr_t)r);
-    if (*e == (uintptr_t)r)
+    if (*e == heap_rcache_key((uintptr_t)r))
         *e = RCACHE_EMPTY;
 #else
     (void)h, (void)r;

@@ -70,9 +70,9 @@ void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* re
 /* The free half: nonzero when p is a live block start of r.  Rotating the offset right
  * by gshift gives the tag index of a granule start and, for any other offset, a number
  * with the stray low bits on top, far above tag_lim: one compare checks both. */
-HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)
+HAK_TAG_INLINE int region_tag_check_live_at(struct region *r, uint32_t off, uint8_t **tagp)
 {
-    uint32_t off = (uint32_t)(p - (uintptr_t)r), s = r->gshift;
+    uint32_t s = r->gshift;
     uint32_t idx = (off >> s) | (off << ((32 - s) & 31));
     if (unlikely(idx >= r->tag_lim)) {
         *tagp = &r->tags[0];                 /* a header granule: never live */
@@ -80,6 +80,11 @@ HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t 
     }
     *tagp = &r->tags[idx];
     return **tagp == r->live_tag;
+}
+
+HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)
+{
+    return region_tag_check_live_at(r, (uint32_t)(p - (uintptr_t)r), tagp);
 }
 
 /* Free-list links live in the first word of a free block.  Hardened builds encode them

@@ -32,29 +32,30 @@ struct heap_obs {
     int64_t  live_synced;            /* bytes this heap last added to the global live count */
 };
 
-#define RCACHE_SIZE 64
-#define RCACHE_EMPTY ((uintptr_t)1)
+#define RCACHE_SIZE 256
+#define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
 
 /* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
 #define SLOT_CLASS_NONE HAK_NCLASSES
 
 struct heap {
-    struct policy_snapshot snap;     /* read on every malloc and free */
     /* Inline slots: fixed-capacity LIFO arrays that never touch the blocks they hold.
      * Every class has a control pair, so neither malloc nor free checks the route: top
      * points at the last item pushed, and item 0 of each array is a NULL sentinel, so a
      * pop that reads NULL is a miss without a count compare.  A push needs top < lim;
      * lim is NULL where the route is not SLOTS, and a publisher stores NULL there
      * (relaxed atomic) to send the owner's next free to the cold path. */
-    void   **slot_top[HAK_NCLASSES + 1];
+    void   **slot_top[HAK_NCLASSES + 1];   /* first: indexed with no displacement */
+    struct policy_snapshot snap;     /* read on every malloc and free */
     void   **slot_lim[HAK_NCLASSES + 1];  /* apart from the tops: both index as cls * 8 */
     void    *slot_none;              /* the sentinel every non-slots class's top points at */
     void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX + 1];
     struct list_bin lists[HAK_NCLASSES];
 #if HAK_PHASE93
-    /* Phase 93: this heap's own tiny regions, direct-mapped by chunk number.  An entry is
-     * set while the heap owns the region and cleared when it leaves, so a hit proves both
-     * "ours" and "owned here".  Empty entries hold 1, which no chunk address equals. */
+    /* Phase 93: this heap's own tiny regions, direct-mapped by the low byte of the chunk
+     * number, each entry the chunk number itself (p >> 16).  An entry is set while the heap
+     * owns the region and cleared when it leaves, so a hit proves both "ours" and "owned
+     * here".  256 entries make the index one byte move. */
     uintptr_t rcache[RCACHE_SIZE];
 #endif
     struct class_regions regions[HAK_NCLASSES];
@@ -74,10 +75,15 @@ struct heap {
 
 /* Every thread starts on the static empty heap: all routes ROUTE_NONE and all
  * caches empty, so its first call misses into the cold path, which builds a real one. */
+HAK_INLINE uintptr_t heap_rcache_key(uintptr_t p)
+{
+    return p >> 16;
+}
+
 HAK_INLINE uintptr_t *heap_rcache_slot(struct heap *h, uintptr_t p)
 {
 #if HAK_PHASE93
-    return &h->rcache[(p >> 16) & (RCACHE_SIZE - 1)];
+    return &h->rcache[(uint8_t)heap_rcache_key(p)];
 #else
     (void)h, (void)p;
     return NULL;

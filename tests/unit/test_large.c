@@ -103,8 +103,13 @@ START_TEST(test_memory_returns)
     while (i)
         hak_free(blk[--i]);
     size_t end = rss_bytes();
-    /* what stays is bounded by the two retention caps of the policy, plus slack */
-    size_t keep = policy_now()->purge_cap + policy_now()->large_cache_bytes + ((size_t)24 << 20);
+    /* What stays is bounded by the two retention caps of the policy, plus slack for the
+     * mid side: regions kept by the thread's mid caches (up to 128 KiB per class) and the
+     * sanitizers' own memory.  The slack was 24 MiB while the large cache never filled
+     * (its 64-entry limit came first); the free spans now use their whole budget, and
+     * the rest measures 25 MiB here, 33 MiB under ASan. */
+    ck_assert_uint_le(large_cached_bytes(), policy_now()->large_cache_bytes);
+    size_t keep = policy_now()->purge_cap + policy_now()->large_cache_bytes + ((size_t)40 << 20);
     ck_assert_msg(end < start + keep, "RSS start %zu MiB, peak %zu MiB, after free %zu MiB (bound +%zu MiB)",
                   start >> 20, peak >> 20, end >> 20, keep >> 20);
 }

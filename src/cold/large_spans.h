@@ -17,16 +17,17 @@ struct lspan {
  * pushes out of the set is written to drop[] (room for LSPAN_MAX + 1) and counted
  * in the return value, for the caller to unmap once the lock is released. */
 
-/* Carve a block of len bytes whose start + (align - base % align) is aligned, from the
- * smallest span that holds it; the block starts at the span's base (the alignment head
- * stays with the block) and the tail stays free.  1 and *out on success. */
+/* Carve, from the smallest span that holds it, a range whose first `align`-aligned
+ * address is followed by len bytes: the range starts at the span's base (the alignment
+ * head stays with the block, as with a fresh mapping) and the span's tail stays free.
+ * 1 and *out on success. */
 int      lspan_take(size_t len, size_t align, struct lspan *out);
 
 /* Remove and return the largest span (to be grown with mremap): 0 if there is none. */
 int      lspan_take_largest(struct lspan *out);
 
-/* If the free span right after [base, base + len) has at least `more` bytes, take its
- * first `more` bytes (for growing a block in place) and return 1. */
+/* If a free span starts at `end` and has at least `more` bytes, take its first `more`
+ * bytes (a block ending at `end` grows into them in place) and return 1. */
 int      lspan_take_after(uintptr_t end, size_t more);
 
 /* Give back a range: coalesced with its free neighbours, then the set is trimmed to

@@ -168,8 +168,3 @@ HAK_COLD int arena_add(uintptr_t base, unsigned nchunks)
     free_total += nchunks;
     return 1;
 }
-
-size_t arena_resident_free(void)
-{
-    return resident_free;
-}

@@ -24,6 +24,4 @@ int  arena_release(uintptr_t a, unsigned chunks, size_t retain);   /* 1: purged 
 uintptr_t arena_map(unsigned chunks, unsigned *nchunks);
 int       arena_add(uintptr_t base, unsigned nchunks);   /* 0: table full (caller unmaps) */
 
-size_t arena_resident_free(void);   /* bytes of free chunks that may be resident */
-
 #endif

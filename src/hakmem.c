@@ -8,16 +8,22 @@
 #include "../include/hakmem.h"
 #include "api/hot.h"
 
-/* Mid sizes: a per-thread list pop, out of line so malloc's hot code stays small. */
+/* Mid sizes: mid classes keep no thread cache, so a hit is a block of the class's current
+ * region (its free list, then fresh carving), out of line so malloc's hot code stays small.
+ * Everything else (remote frees to collect, another region, a new policy) is cold. */
 HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
 {
     unsigned cls = route_class_of(n);
-    struct list_bin *l = &h->lists[cls];
-    void *p = l->head;
-    if (likely(p != NULL)) {
-        struct region *r = region_of_block(p);
-        l->head = region_link_load(r, p, 0);
-        l->count--;
+    struct region *r = h->regions[cls].cur;
+    if (likely(r != NULL)) {
+        void *p = r->free;
+        if (likely(p != NULL))
+            r->free = region_link_load(r, p, 1);
+        else if (r->carved < r->nblocks)
+            p = (char *)r + r->blocks_off + (size_t)r->carved++ * r->bsize;
+        else
+            return cold_malloc(h, n);
+        r->used++;
         OBS_INC(h, allocs, cls);
         return hot_tag_live(h, r, p, cls);
     }

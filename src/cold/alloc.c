@@ -60,7 +60,7 @@ static unsigned region_take(struct region *r, void **out, unsigned want)
 static void rcache_note(struct heap *h, struct region *r)
 {
 #if HAK_PHASE93
-    if (h->snap.phase93 && r->chunks == 1)
+    if (h->snap.phase93 && r->cls < HAK_NTINY)
         *heap_rcache_slot(h, (uintptr_t)r) = heap_rcache_key((uintptr_t)r);
 #else
     (void)h, (void)r;
@@ -279,6 +279,10 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
         }
     } else {
         struct list_bin *l = &h->lists[cls];
+        if (l->max == 0) {              /* mid classes: no thread cache, straight back */
+            region_put(h, p);
+            return;
+        }
         if (l->count >= l->max) {
             OBS_INC(h, overflows, cls);
             cold_obs_sync(h);

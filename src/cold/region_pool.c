@@ -1,28 +1,15 @@
-/* Whole regions moving between heaps, the global pool and the OS: carving, releasing,
- * purging (the retained-memory cap), abandoning at thread exit and adopting. */
+/* Whole regions moving between heaps, the chunk arenas and the OS: carving, releasing
+ * (purging past the retained-memory cap), abandoning at thread exit and adopting. */
 #include <string.h>
 #include "cold.h"
+#include "arena.h"
 #include "os.h"
 #include "../region/map.h"
 #include "../route/classes.h"
 
-/* Pool lists by region size: 1, 2, 4 .. 64 chunks.  Pooled regions keep no
- * header (their memory may be purged), so the pool is an array of addresses;
- * bit 0 of an entry says the region's pages were purged (or never touched). */
-#define POOL_LISTS     7
-#define POOL_VA_CAP    ((size_t)256 << 20)     /* beyond this, empty regions are unmapped */
-#define TINY_BATCH     16                      /* tiny regions carved per mmap */
-
-struct pool_list {
-    uintptr_t *ent;
-    size_t n, cap;
-};
-
+/* Empty regions go back to the chunk arenas (arena.c), which keep up to the policy's
+ * purge cap of free chunks resident and purge the rest. */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct pool_list pool[POOL_LISTS];
-static size_t pool_bytes, pool_unpurged;
-static uintptr_t tiny_fresh;                   /* untouched tiny regions from the last batch */
-static unsigned tiny_fresh_n;
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct region *_Atomic abandoned[HAK_NCLASSES];
@@ -46,70 +33,28 @@ void region_pool_reset_locks(void)
     pthread_mutex_init(&abandoned_mutex, NULL);
 }
 
-static unsigned pool_index(unsigned chunks)
-{
-    return 31u - (unsigned)__builtin_clz(chunks);
-}
-
-static int pool_push(struct pool_list *l, uintptr_t e)
-{
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 512;
-        uintptr_t *ne = os_map(ncap * sizeof *ne);
-        if (ne == NULL)
-            return 0;
-        if (l->ent) {
-            memcpy(ne, l->ent, l->n * sizeof *ne);
-            os_unmap(l->ent, l->cap * sizeof *ne);
-        }
-        l->ent = ne;
-        l->cap = ncap;
-    }
-    l->ent[l->n++] = e;
-    return 1;
-}
-
-/* Takes an empty region of `chunks` from the pool or the OS; *clean says its memory reads as zero. */
+/* Takes `chunks` free chunks from the arenas, mapping a new arena (outside the lock) when
+ * none has room; *clean says the memory reads as zero. */
 static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean)
 {
-    size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
-    struct pool_list *l = &pool[pool_index(chunks)];
-    uintptr_t r = 0;
-    pthread_mutex_lock(&pool_mutex);
-    if (l->n) {
-        uintptr_t e = l->ent[--l->n];
-        r = e & ~(uintptr_t)1;
-        *clean = (int)(e & 1);
-        pool_bytes -= size;
-        if (!*clean)
-            pool_unpurged -= size;
-    } else if (chunks == 1 && tiny_fresh_n) {
-        r = tiny_fresh;
-        tiny_fresh += HAK_CHUNK_SIZE;
-        tiny_fresh_n--;
-        *clean = 1;
-    }
-    pthread_mutex_unlock(&pool_mutex);
-    if (r)
-        return r;
-    *clean = 1;
-    if (chunks == 1) {
-        char *batch = os_map_aligned(TINY_BATCH * HAK_CHUNK_SIZE, HAK_CHUNK_SIZE);
-        if (batch == NULL)
-            return 0;
-        int keep_rest;
+    for (;;) {
         pthread_mutex_lock(&pool_mutex);
-        keep_rest = tiny_fresh_n == 0;
-        if (keep_rest) {
-            tiny_fresh = (uintptr_t)batch + HAK_CHUNK_SIZE;
-            tiny_fresh_n = TINY_BATCH - 1;
-        }
+        uintptr_t r = arena_take(chunks, clean);
         pthread_mutex_unlock(&pool_mutex);
-        if (!keep_rest)     /* another thread refilled meanwhile: keep one region, unmap the rest */
-            os_unmap(batch + HAK_CHUNK_SIZE, (TINY_BATCH - 1) * HAK_CHUNK_SIZE);
-        return (uintptr_t)batch;
+        if (r)
+            return r;
+        unsigned n;
+        uintptr_t m = arena_map(chunks, &n);
+        if (m == 0)
+            return 0;
+        pthread_mutex_lock(&pool_mutex);
+        int ok = arena_add(m, n);
+        pthread_mutex_unlock(&pool_mutex);
+        if (!ok) {
+            os_unmap((void *)m, (size_t)n << HAK_CHUNK_SHIFT);
+            return 0;
+        }
     }
-    return (uintptr_t)os_map_aligned(size, HAK_CHUNK_SIZE);
 }
 
 static uint64_t region_secret(uintptr_t r)
@@ -157,7 +102,7 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     return r;
 }
 
-/* An empty region leaves its heap.  Purged past the retained cap, unmapped past the pool cap. */
+/* An empty region leaves its heap: its chunks go back to their arena, purged past the retained cap. */
 HAK_COLD void region_pool_release(struct region *r)
 {
     size_t size = (size_t)r->chunks << HAK_CHUNK_SHIFT;
@@ -165,27 +110,12 @@ HAK_COLD void region_pool_release(struct region *r)
     unsigned chunks = r->chunks;
     region_map_clear(a, size);
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-    HAK_UNPOISON(r, size);      /* the pages may be unmapped and reused by anyone */
+    HAK_UNPOISON(r, size);      /* the chunks may be purged and reused by any class */
     pthread_mutex_lock(&pool_mutex);
-    if (pool_bytes + size > POOL_VA_CAP) {
-        pthread_mutex_unlock(&pool_mutex);
-        os_unmap(r, size);
-        return;
-    }
-    int purge = pool_unpurged + size > policy_now()->purge_cap;
-    if (!pool_push(&pool[pool_index(chunks)], a | (uintptr_t)purge)) {
-        pthread_mutex_unlock(&pool_mutex);
-        os_unmap(r, size);
-        return;
-    }
-    pool_bytes += size;
-    if (!purge)
-        pool_unpurged += size;
-    else
-        os_purge(r, size);     /* under the lock: a taker must not see it before it is zero */
-    if (purge)
-        cold_obs_region(1);
+    int purged = arena_release(a, chunks, policy_now()->purge_cap);
     pthread_mutex_unlock(&pool_mutex);
+    if (purged)
+        cold_obs_region(1);
 }
 
 /* Thread exit: the region keeps its live blocks and waits for a new owner.

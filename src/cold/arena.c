@@ -1,0 +1,170 @@
+/* Chunk arenas: regions of every class are runs of chunks in a few big mappings, so a
+ * region freed by one class is reused by any other, and the OS sees few mmap/munmap calls. */
+#include <string.h>
+#include "arena.h"
+#include "os.h"
+#include "../common/attrs.h"
+#include "../route/classes.h"
+
+#define ARENA_CHUNKS  1024u                 /* 64 MiB: one mapping serves many regions */
+#define ARENA_WORDS   (ARENA_CHUNKS / 64)
+#define ARENA_MAX     4096u                 /* 256 GiB of arenas; the table is BSS, touched as used */
+
+struct arena {
+    uintptr_t base;                         /* 0: slot unused */
+    unsigned  nchunks;                      /* ARENA_CHUNKS, or fewer when the OS refused a full one */
+    unsigned  nfree;
+    uint64_t  free[ARENA_WORDS];            /* chunk not in any region */
+    uint64_t  dirty[ARENA_WORDS];           /* free chunk whose pages may be resident */
+};
+
+static struct arena arenas[ARENA_MAX];
+static unsigned arenas_n;                   /* slots in use or once used */
+static size_t resident_free;                /* bytes of free && dirty chunks */
+static size_t free_total;                   /* chunks free in all arenas */
+
+static int bit_get(const uint64_t *w, unsigned i)
+{
+    return (int)((w[i >> 6] >> (i & 63)) & 1);
+}
+
+static void bits_set(uint64_t *w, unsigned i, unsigned n, int v)
+{
+    for (unsigned j = i; j < i + n; j++) {
+        if (v)
+            w[j >> 6] |= (uint64_t)1 << (j & 63);
+        else
+            w[j >> 6] &= ~((uint64_t)1 << (j & 63));
+    }
+}
+
+static unsigned bits_count(const uint64_t *w, unsigned i, unsigned n)
+{
+    unsigned c = 0;
+    for (unsigned j = i; j < i + n; j++)
+        c += (unsigned)bit_get(w, j);
+    return c;
+}
+
+/* First run of k set bits among the first nbits (bits beyond are 0); -1 if none. */
+static int bits_find_run(const uint64_t *w, unsigned nbits, unsigned k)
+{
+    unsigned i = 0;
+    while (i < nbits) {
+        uint64_t x = w[i >> 6] >> (i & 63);
+        if (x == 0) {
+            i = (i | 63) + 1;
+            continue;
+        }
+        i += (unsigned)__builtin_ctzll(x);
+        unsigned start = i;
+        for (;;) {
+            uint64_t y = ~(w[i >> 6] >> (i & 63));    /* the shift's zeros end the run at the word's end */
+            unsigned c = y ? (unsigned)__builtin_ctzll(y) : 64;
+            i += c;
+            if (i - start >= k)
+                return (int)start;
+            if (c == 0 || (i & 63) || i >= nbits)
+                break;
+        }
+    }
+    return -1;
+}
+
+static int arena_find(struct arena *ar, unsigned chunks, int resident_only)
+{
+    if (ar->base == 0 || ar->nfree < chunks)
+        return -1;
+    if (!resident_only)
+        return bits_find_run(ar->free, ar->nchunks, chunks);
+    uint64_t w[ARENA_WORDS];
+    for (unsigned i = 0; i < ARENA_WORDS; i++)
+        w[i] = ar->free[i] & ar->dirty[i];
+    return bits_find_run(w, ar->nchunks, chunks);
+}
+
+HAK_COLD uintptr_t arena_take(unsigned chunks, int *clean)
+{
+    /* Resident chunks first, in any arena: reusing them costs no page faults. */
+    for (int pass = 1; pass >= 0; pass--) {
+        for (unsigned a = 0; a < arenas_n; a++) {
+            struct arena *ar = &arenas[a];
+            int i = arena_find(ar, chunks, pass);
+            if (i < 0)
+                continue;
+            unsigned d = bits_count(ar->dirty, (unsigned)i, chunks);
+            *clean = d == 0;
+            resident_free -= (size_t)d << HAK_CHUNK_SHIFT;
+            bits_set(ar->free, (unsigned)i, chunks, 0);
+            bits_set(ar->dirty, (unsigned)i, chunks, 0);
+            ar->nfree -= chunks;
+            free_total -= chunks;
+            return ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
+        }
+    }
+    return 0;
+}
+
+static struct arena *arena_of(uintptr_t a)
+{
+    for (unsigned i = 0; i < arenas_n; i++)
+        if (arenas[i].base && a - arenas[i].base < ((uintptr_t)arenas[i].nchunks << HAK_CHUNK_SHIFT))
+            return &arenas[i];
+    return NULL;
+}
+
+HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain)
+{
+    struct arena *ar = arena_of(a);
+    size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
+    unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
+    bits_set(ar->free, i, chunks, 1);
+    ar->nfree += chunks;
+    free_total += chunks;
+    if (ar->nfree == ar->nchunks && free_total - ar->nfree >= ar->nchunks) {
+        /* wholly free, and the others have room to spare: back to the OS */
+        resident_free -= (size_t)bits_count(ar->dirty, 0, ar->nchunks) << HAK_CHUNK_SHIFT;
+        free_total -= ar->nchunks;
+        os_unmap((void *)ar->base, (size_t)ar->nchunks << HAK_CHUNK_SHIFT);
+        memset(ar, 0, sizeof *ar);
+        return 1;
+    }
+    if (resident_free + size > retain) {
+        os_purge((void *)a, size);
+        return 1;
+    }
+    bits_set(ar->dirty, i, chunks, 1);
+    resident_free += size;
+    return 0;
+}
+
+HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks)
+{
+    void *m = os_map_aligned((size_t)ARENA_CHUNKS << HAK_CHUNK_SHIFT, HAK_CHUNK_SIZE);
+    if (m != NULL) {
+        *nchunks = ARENA_CHUNKS;
+        return (uintptr_t)m;
+    }
+    /* Short of address space (RLIMIT_AS): an arena just big enough for this region. */
+    m = os_map_aligned((size_t)chunks << HAK_CHUNK_SHIFT, HAK_CHUNK_SIZE);
+    *nchunks = chunks;
+    return (uintptr_t)m;
+}
+
+HAK_COLD int arena_add(uintptr_t base, unsigned nchunks)
+{
+    unsigned a = 0;
+    while (a < arenas_n && arenas[a].base)
+        a++;
+    if (a == ARENA_MAX)
+        return 0;
+    if (a == arenas_n)
+        arenas_n++;
+    struct arena *ar = &arenas[a];
+    ar->base = base;
+    ar->nchunks = nchunks;
+    ar->nfree = nchunks;
+    bits_set(ar->free, 0, nchunks, 1);
+    free_total += nchunks;
+    return 1;
+}

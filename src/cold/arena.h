@@ -1,0 +1,27 @@
+/* Chunk arenas: big chunk-aligned mappings that every region is carved from, as a run of
+ * free 64 KiB chunks; a released region's chunks coalesce with their free neighbours. */
+#ifndef HAK_COLD_ARENA_H
+#define HAK_COLD_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* All calls: the caller holds the region pool's lock (region_pool.c). */
+
+/* A run of `chunks` free chunks, preferring chunks whose pages are still resident (no
+ * page faults) over purged or fresh ones; 0 when no arena has such a run.  *clean says
+ * the whole run reads as zero. */
+uintptr_t arena_take(unsigned chunks, int *clean);
+
+/* Gives a region's chunks back.  Their pages stay resident while the arenas' resident
+ * free bytes are within `retain`; beyond that they are purged (under the lock, so no
+ * taker sees them before they read as zero).  An arena left wholly free is unmapped
+ * when the other arenas have at least as much free room. */
+int  arena_release(uintptr_t a, unsigned chunks, size_t retain);   /* 1: purged or unmapped */
+
+/* Maps one more arena able to hold `chunks`; 0 when the OS refuses.  Call without the
+ * lock, then arena_add() with it. */
+uintptr_t arena_map(unsigned chunks, unsigned *nchunks);
+int       arena_add(uintptr_t base, unsigned nchunks);   /* 0: table full (caller unmaps) */
+
+#endif

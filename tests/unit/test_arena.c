@@ -1,0 +1,82 @@
+/* Unit tests of the chunk arenas: runs of chunks are contiguous, released chunks coalesce
+ * with their free neighbours, and resident (unpurged) chunks are handed out first. */
+#include <check.h>
+#include "check_run.h"
+#include <stdint.h>
+#include "cold/arena.h"
+#include "route/classes.h"
+
+#define NEVER_PURGE ((size_t)1 << 40)
+
+static uintptr_t take(unsigned chunks, int *clean)
+{
+    uintptr_t a = arena_take(chunks, clean);
+    if (a == 0) {                   /* no room yet: map an arena, as region_pool.c does */
+        unsigned n;
+        uintptr_t m = arena_map(chunks, &n);
+        ck_assert(m != 0 && arena_add(m, n));
+        a = arena_take(chunks, clean);
+    }
+    ck_assert(a != 0);
+    ck_assert_uint_eq(a & (HAK_CHUNK_SIZE - 1), 0);
+    return a;
+}
+
+START_TEST(test_runs_coalesce)
+{
+    enum { N = 96 };                /* crosses a bitmap word */
+    uintptr_t c[N];
+    int clean;
+    for (unsigned i = 0; i < N; i++)
+        c[i] = take(1, &clean);
+    /* every other chunk free: no run of 2 among them */
+    for (unsigned i = 0; i < N; i += 2)
+        ck_assert_int_eq(arena_release(c[i], 1, NEVER_PURGE), 0);
+    uintptr_t two = take(2, &clean);
+    for (unsigned i = 1; i < N; i += 2)         /* never over a chunk still taken */
+        ck_assert(two + 2 * HAK_CHUNK_SIZE <= c[i] || two >= c[i] + HAK_CHUNK_SIZE);
+    arena_release(two, 2, NEVER_PURGE);
+    /* free 62..65 (word boundary inside): a run of 4 appears there, resident, so it wins */
+    if (c[63] == c[62] + HAK_CHUNK_SIZE && c[65] == c[62] + 3 * HAK_CHUNK_SIZE) {
+        arena_release(c[63], 1, NEVER_PURGE);
+        arena_release(c[65], 1, NEVER_PURGE);
+        uintptr_t four = take(4, &clean);
+        ck_assert_int_eq(clean, 0);
+        ck_assert(four <= c[62] && four + 4 * HAK_CHUNK_SIZE > c[62]);
+        arena_release(four, 4, NEVER_PURGE);
+        c[63] = c[65] = 0;
+    }
+    for (unsigned i = 1; i < N; i += 2)
+        if (c[i])
+            arena_release(c[i], 1, NEVER_PURGE);
+}
+END_TEST
+
+START_TEST(test_resident_first_then_purged)
+{
+    int clean;
+    uintptr_t a = take(4, &clean), b = take(4, &clean);
+    /* a purged (cap 0), b kept resident: the next take of 4 gets resident chunks, not a's */
+    ck_assert_int_eq(arena_release(a, 4, 0), 1);
+    ck_assert_int_eq(arena_release(b, 4, NEVER_PURGE), 0);
+    uintptr_t c = take(4, &clean);
+    ck_assert(c != a);
+    ck_assert_int_eq(clean, 0);
+    /* a purged run reads as zero again */
+    uintptr_t d = take(4, &clean);
+    if (d == a)
+        ck_assert_int_eq(clean, 1);
+    arena_release(c, 4, 0);
+    arena_release(d, 4, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("arena");
+    TCase *tc = tcase_create("arena");
+    tcase_add_test(tc, test_runs_coalesce);
+    tcase_add_test(tc, test_resident_first_then_purged);
+    suite_add_tcase(su, tc);
+    return check_run(su);
+}

@@ -84,6 +84,8 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
 {
     if (align < 16)
         align = 16;
+    if (n == 0)                 /* a block owns at least a page: a zero-length span is no block */
+        n = 1;
     if (n > PTRDIFF_MAX - OS_PAGE || align > PTRDIFF_MAX - n - OS_PAGE) {
         errno = ENOMEM;
         return NULL;

@@ -65,6 +65,22 @@ START_TEST(test_large_aligned)
 }
 END_TEST
 
+/* A zero-byte block carved from a free span at its very start once had no pages at all:
+ * no map entry, so usable_size and free called it foreign (hardened builds send every
+ * over-aligned request here). */
+START_TEST(test_large_zero_bytes_from_span)
+{
+    void *big = large_alloc(2u << 20, 65536, 0);
+    ck_assert_ptr_nonnull(big);
+    hak_free(big);                                  /* now a free span */
+    void *p = large_alloc(0, 65536, 0);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(region_map_get((uintptr_t)p), MAP_LARGE);
+    ck_assert_uint_ge(large_usable(p), 1);
+    ck_assert_int_eq(large_free(p, "free"), 1);
+}
+END_TEST
+
 START_TEST(test_large_realloc_remap)
 {
     size_t n = 2 << 20;
@@ -209,6 +225,7 @@ int main(void)
     tcase_add_test(tc, test_cache_bounds);
     tcase_add_test(tc, test_cache_reuse);
     tcase_add_test(tc, test_large_aligned);
+    tcase_add_test(tc, test_large_zero_bytes_from_span);
     tcase_add_test(tc, test_large_realloc_remap);
     tcase_add_test(tc, test_memory_returns);
     tcase_add_test(tc, test_span_carve_and_coalesce);

@@ -158,9 +158,30 @@ HAK_COLD size_t large_usable(void *p)
     return n;
 }
 
+/* Growing block b into the free span s (of the new length), whose pages are resident: b's
+ * pages move over the span's head (no copy), its tail needs no fault; b's old range is left
+ * unmapped.  If the move is refused (b crosses two kernel mappings), b is copied instead and
+ * its pages join the free spans.  b is out of the registry; this puts the result back. */
+static void *large_move_into(struct large_block b, struct lspan s)
+{
+    struct lspan old = { b.base, b.maplen };
+    int moved = os_move((void *)b.base, b.maplen, (void *)s.base);
+    if (!moved)
+        memcpy((void *)s.base, (void *)b.base, b.maplen);
+    b.base = b.ptr = s.base;
+    b.maplen = s.len;
+    pthread_mutex_lock(&large_mutex);
+    large_reg_insert(&b);               /* cannot fail: b's own entry was just removed */
+    pthread_mutex_unlock(&large_mutex);
+    if (!moved)
+        large_release(old);
+    return (void *)b.ptr;
+}
+
 /* Growing or shrinking a large block whose pointer starts its pages: into the free span
- * right after it when there is one (no copy, pages already there), else mremap, which
- * moves the pages without copying.  Returns NULL when neither applies. */
+ * right after it when there is one (no copy, pages already there), else into the
+ * best-fitting free span (pages moved, no fault), else mremap, which moves the pages
+ * without copying and faults the new tail.  Returns NULL when none applies. */
 HAK_COLD void *large_realloc(void *p, size_t n)
 {
     if (n > PTRDIFF_MAX - OS_PAGE)
@@ -178,8 +199,12 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         return p;
     }
     struct large_block b = *e;
+    struct lspan s;
+    int into_span = len > e->maplen && lspan_take(len, OS_PAGE, &s);
     large_reg_remove(e);
     pthread_mutex_unlock(&large_mutex);
+    if (into_span)
+        return large_move_into(b, s);
     int err = errno;
     void *q = os_remap((void *)b.base, b.maplen, len);
     if (q) {

@@ -90,3 +90,11 @@ HAK_COLD void *os_remap(void *p, size_t old_size, size_t new_size)
     }
     return q;
 }
+
+HAK_COLD int os_move(void *src, size_t size, void *dst)
+{
+    int e = errno;
+    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    errno = e;                          /* a refused move is never the caller's failure */
+    return q == dst;
+}

@@ -61,6 +61,8 @@ static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
     if (growing) {
         int e = errno;                  /* a refused mremap is not this malloc's failure */
         void *q = os_remap((void *)grow.base, grow.len, len);
+        if (q == NULL && (q = os_map(len)) != NULL)   /* the span crosses two kernel mappings: */
+            os_move_split((void *)grow.base, grow.len, q); /* its pages move piece by piece */
         errno = e;
         if (q) {
             s->base = (uintptr_t)q;
@@ -68,7 +70,7 @@ static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
             *dirty = grow.len;
             return 1;
         }
-        large_release(grow);            /* e.g. a span across two kernel mappings */
+        large_release(grow);
     }
     size_t maplen = page_round(len + (align > OS_PAGE ? align : 0));
     void *m = os_map(maplen);
@@ -159,22 +161,17 @@ HAK_COLD size_t large_usable(void *p)
 }
 
 /* Growing block b into the free span s (of the new length), whose pages are resident: b's
- * pages move over the span's head (no copy), its tail needs no fault; b's old range is left
- * unmapped.  If the move is refused (b crosses two kernel mappings), b is copied instead and
- * its pages join the free spans.  b is out of the registry; this puts the result back. */
+ * pages move over the span's head (no copy; piece by piece if b crosses kernel mappings),
+ * its tail needs no fault; b's old range is left unmapped.  b is out of the registry; this
+ * puts the result back. */
 static void *large_move_into(struct large_block b, struct lspan s)
 {
-    struct lspan old = { b.base, b.maplen };
-    int moved = os_move((void *)b.base, b.maplen, (void *)s.base);
-    if (!moved)
-        memcpy((void *)s.base, (void *)b.base, b.maplen);
+    os_move_split((void *)b.base, b.maplen, (void *)s.base);
     b.base = b.ptr = s.base;
     b.maplen = s.len;
     pthread_mutex_lock(&large_mutex);
     large_reg_insert(&b);               /* cannot fail: b's own entry was just removed */
     pthread_mutex_unlock(&large_mutex);
-    if (!moved)
-        large_release(old);
     return (void *)b.ptr;
 }
 
@@ -207,6 +204,8 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         return large_move_into(b, s);
     int err = errno;
     void *q = os_remap((void *)b.base, b.maplen, len);
+    if (q == NULL && len > b.maplen && (q = os_map(len)) != NULL)
+        os_move_split((void *)b.base, b.maplen, q);     /* b crosses kernel mappings */
     if (q) {
         b.base = b.ptr = (uintptr_t)q;
         b.maplen = len;

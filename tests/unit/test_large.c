@@ -7,6 +7,7 @@
 #include "hakmem.h"
 #include "testutil.h"
 #include "cold/cold.h"
+#include "cold/os.h"
 #include "region/map.h"
 
 START_TEST(test_large_basic)
@@ -245,6 +246,25 @@ START_TEST(test_span_donated)
 }
 END_TEST
 
+START_TEST(test_move_across_mappings)
+{
+    /* A range made of two kernel mappings (here split by protection; in use, by pages that
+     * came from different mmaps) moves whole: in one mremap since Linux 6.17, which moves
+     * several mappings when the size stays, else in pieces. */
+    size_t pg = 4096;
+    char *r = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *dst = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(r != MAP_FAILED && dst != MAP_FAILED);
+    for (size_t i = 0; i < 8 * pg; i++)
+        r[i] = (char)(i / pg + 1);
+    ck_assert_int_eq(mprotect(r + 5 * pg, 3 * pg, PROT_READ), 0);
+    os_move_split(r, 8 * pg, dst);
+    for (size_t i = 0; i < 8 * pg; i++)
+        ck_assert_int_eq(dst[i], (char)(i / pg + 1));
+    munmap(dst, 8 * pg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("large");
@@ -261,6 +281,7 @@ int main(void)
     tcase_add_test(tc, test_span_grow_by_remap);
     tcase_add_test(tc, test_span_grow_into_best_fit);
     tcase_add_test(tc, test_span_donated);
+    tcase_add_test(tc, test_move_across_mappings);
     tcase_add_test(tc, test_span_budget_trims);
     suite_add_tcase(su, tc);
     return check_run(su);

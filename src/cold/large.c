@@ -175,6 +175,17 @@ static void *large_move_into(struct large_block b, struct lspan s)
     return (void *)b.ptr;
 }
 
+/* The length a block of maplen bytes moves to when it grows to len: a quarter more (at
+ * most 16 MiB), so a string appended to a few bytes at a time moves once per quarter of
+ * its size rather than once per page (each move drops and remaps the whole block). */
+static size_t large_grow_len(size_t maplen, size_t len)
+{
+    size_t slack = maplen / 4 < ((size_t)16 << 20) ? maplen / 4 : ((size_t)16 << 20);
+    if (len <= maplen || len > PTRDIFF_MAX - OS_PAGE - slack)
+        return len;
+    return page_round(len + slack);
+}
+
 /* Growing or shrinking a large block whose pointer starts its pages: into the free span
  * right after it when there is one (no copy, pages already there), else into the
  * best-fitting free span (pages moved, no fault), else mremap, which moves the pages
@@ -197,12 +208,14 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     }
     struct large_block b = *e;
     struct lspan s;
-    int into_span = len > e->maplen && lspan_take(len, OS_PAGE, &s);
+    size_t glen = large_grow_len(e->maplen, len);
+    int into_span = len > e->maplen && (lspan_take(glen, OS_PAGE, &s) || lspan_take(len, OS_PAGE, &s));
     large_reg_remove(e);
     pthread_mutex_unlock(&large_mutex);
     if (into_span)
         return large_move_into(b, s);
     int err = errno;
+    len = glen;
     void *q = os_remap((void *)b.base, b.maplen, len);
     if (q == NULL && len > b.maplen && (q = os_map(len)) != NULL)
         os_move_split((void *)b.base, b.maplen, q);     /* b crosses kernel mappings */

@@ -53,6 +53,8 @@ void   large_lock(void);
 void   large_unlock(void);
 void   large_reset_lock(void);
 size_t large_cached_bytes(void);
+/* large_share.c: resident free pages between the large spans and the arenas */
+int    large_donate(uintptr_t dst, size_t len);   /* 1: a free span's pages now back dst */
 
 /* publish.c: loading and publishing policies */
 void cold_policy_initial(void);

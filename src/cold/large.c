@@ -61,6 +61,8 @@ static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
     if (growing) {
         int e = errno;                  /* a refused mremap is not this malloc's failure */
         void *q = os_remap((void *)grow.base, grow.len, len);
+        if (q == NULL && (q = os_map(len)) != NULL)   /* the span crosses two kernel mappings: */
+            os_move_split((void *)grow.base, grow.len, q); /* its pages move piece by piece */
         errno = e;
         if (q) {
             s->base = (uintptr_t)q;
@@ -68,7 +70,7 @@ static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
             *dirty = grow.len;
             return 1;
         }
-        large_release(grow);            /* e.g. a span across two kernel mappings */
+        large_release(grow);
     }
     size_t maplen = page_round(len + (align > OS_PAGE ? align : 0));
     void *m = os_map(maplen);
@@ -160,9 +162,36 @@ HAK_COLD size_t large_usable(void *p)
     return n;
 }
 
+/* Growing block b into the free span s (of the new length), whose pages are resident: b's
+ * pages move over the span's head (no copy; piece by piece if b crosses kernel mappings),
+ * its tail needs no fault; b's old range is left unmapped.  b is out of the registry; this
+ * puts the result back. */
+static void *large_move_into(struct large_block b, struct lspan s)
+{
+    os_move_split((void *)b.base, b.maplen, (void *)s.base);
+    b.base = b.ptr = s.base;
+    b.maplen = s.len;
+    pthread_mutex_lock(&large_mutex);
+    large_reg_insert(&b);               /* cannot fail: b's own entry was just removed */
+    pthread_mutex_unlock(&large_mutex);
+    return (void *)b.ptr;
+}
+
+/* The length a block of maplen bytes moves to when it grows to len: a quarter more (at
+ * most 16 MiB), so a string appended to a few bytes at a time moves once per quarter of
+ * its size rather than once per page (each move drops and remaps the whole block). */
+static size_t large_grow_len(size_t maplen, size_t len)
+{
+    size_t slack = maplen / 4 < ((size_t)16 << 20) ? maplen / 4 : ((size_t)16 << 20);
+    if (len <= maplen || len > PTRDIFF_MAX - OS_PAGE - slack)
+        return len;
+    return page_round(len + slack);
+}
+
 /* Growing or shrinking a large block whose pointer starts its pages: into the free span
- * right after it when there is one (no copy, pages already there), else mremap, which
- * moves the pages without copying.  Returns NULL when neither applies. */
+ * right after it when there is one (no copy, pages already there), else into the
+ * best-fitting free span (pages moved, no fault), else mremap, which moves the pages
+ * without copying and faults the new tail.  Returns NULL when none applies. */
 HAK_COLD void *large_realloc(void *p, size_t n)
 {
     if (n > PTRDIFF_MAX - OS_PAGE)
@@ -180,10 +209,18 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         return p;
     }
     struct large_block b = *e;
+    struct lspan s;
+    size_t glen = large_grow_len(e->maplen, len);
+    int into_span = len > e->maplen && (lspan_take(glen, OS_PAGE, &s) || lspan_take(len, OS_PAGE, &s));
     large_reg_remove(e);
     pthread_mutex_unlock(&large_mutex);
+    if (into_span)
+        return large_move_into(b, s);
     int err = errno;
+    len = glen;
     void *q = os_remap((void *)b.base, b.maplen, len);
+    if (q == NULL && len > b.maplen && (q = os_map(len)) != NULL)
+        os_move_split((void *)b.base, b.maplen, q);     /* b crosses kernel mappings */
     if (q) {
         b.base = b.ptr = (uintptr_t)q;
         b.maplen = len;

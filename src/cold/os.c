@@ -2,6 +2,7 @@
  * errno is saved around calls whose failure we absorb, so a successful malloc leaves errno alone. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include "os.h"
@@ -89,4 +90,28 @@ HAK_COLD void *os_remap(void *p, size_t old_size, size_t new_size)
         return NULL;
     }
     return q;
+}
+
+HAK_COLD int os_move(void *src, size_t size, void *dst)
+{
+    int e = errno;
+    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    errno = e;                          /* a refused move is never the caller's failure */
+    return q == dst;
+}
+
+HAK_COLD void os_move_split(void *src, size_t size, void *dst)
+{
+    if (os_move(src, size, dst))
+        return;
+    if (size <= OS_PAGE) {
+        memcpy(dst, src, size);
+        os_unmap(src, size);
+        return;
+    }
+    /* Each failed attempt costs one cheap syscall (the kernel checks the mapping first),
+     * so a range with k mapping boundaries takes about 2k log2(pages) calls. */
+    size_t half = (size / 2) & ~(size_t)(OS_PAGE - 1);
+    os_move_split(src, half, dst);
+    os_move_split((char *)src + half, size - half, (char *)dst + half);
 }

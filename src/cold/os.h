@@ -13,6 +13,13 @@ void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PA
 void  os_unmap(void *p, size_t size);
 void  os_purge(void *p, size_t size);            /* give the pages back; they read as zero after */
 void *os_remap(void *p, size_t old_size, size_t new_size);
+/* Moves the pages of [src, src+size) over [dst, dst+size) (whose old pages are dropped),
+ * without copying; src is left unmapped.  0 on failure (e.g. src crosses two kernel
+ * mappings), and then nothing moved. */
+int   os_move(void *src, size_t size, void *dst);
+/* os_move that cannot fail: a range across kernel mappings is moved in halves until each
+ * piece lies in one mapping (a page the kernel still refuses is copied and unmapped). */
+void  os_move_split(void *src, size_t size, void *dst);
 
 /* Test hook: after `n` more successful maps, every map fails (n < 0: never). */
 void  os_fail_after(long n);

@@ -41,6 +41,9 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean)
         pthread_mutex_lock(&pool_mutex);
         uintptr_t r = arena_take(chunks, clean);
         pthread_mutex_unlock(&pool_mutex);
+        /* Pages that would fault in: take a free large span's resident ones instead. */
+        if (r && *clean && large_donate(r, (size_t)chunks << HAK_CHUNK_SHIFT))
+            *clean = 0;
         if (r)
             return r;
         unsigned n;

@@ -3,9 +3,11 @@
 #include <check.h>
 #include "check_run.h"
 #include <stdlib.h>
+#include <sys/mman.h>
 #include "hakmem.h"
 #include "testutil.h"
 #include "cold/cold.h"
+#include "cold/os.h"
 #include "region/map.h"
 
 START_TEST(test_large_basic)
@@ -216,6 +218,69 @@ START_TEST(test_span_budget_trims)
 }
 END_TEST
 
+START_TEST(test_span_grow_into_best_fit)
+{
+    /* The span after the block is taken by another block: realloc moves the block's
+     * pages over the best-fitting free span instead (contents kept, the span used up). */
+    size_t mb = 1 << 20;
+    char *a = hak_malloc(4 * mb);
+    hak_free(a);
+    char *b = hak_malloc(mb), *c = hak_malloc(mb);
+    ck_assert_ptr_eq(b, a);
+    ck_assert_ptr_eq(c, a + mb);
+    for (size_t i = 0; i < mb; i++)
+        b[i] = (char)(i * 7);
+    char *d = hak_realloc(b, 2 * mb);
+    ck_assert_ptr_eq(d, a + 2 * mb);
+    for (size_t i = 0; i < mb; i++)
+        ck_assert_int_eq(d[i], (char)(i * 7));
+    ck_assert_uint_eq(large_cached_bytes(), 0);
+    ck_assert_uint_ge(hak_malloc_usable_size(d), 2 * mb);
+    memset(d, 0x11, 2 * mb);
+    hak_free(c);
+    hak_free(d);
+    ck_assert_uint_eq(large_cached_bytes(), 3 * mb);
+}
+END_TEST
+
+START_TEST(test_span_donated)
+{
+    /* A free span's resident pages move to a range that would otherwise fault (an arena
+     * run), data and all; the span shrinks by what it gave. */
+    size_t mb = 1 << 20;
+    char *a = hak_malloc(2 * mb);
+    memset(a, 0x6B, 2 * mb);
+    hak_free(a);
+    char *dst = mmap(NULL, mb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(dst, MAP_FAILED);
+    ck_assert_int_eq(large_donate((uintptr_t)dst, mb), 1);
+    ck_assert_uint_eq(large_cached_bytes(), mb);
+    for (size_t i = 0; i < mb; i += 4096)
+        ck_assert_uint_eq((unsigned char)dst[i], 0x6B);
+    ck_assert_int_eq(large_donate((uintptr_t)dst, 4 * mb), 0);     /* nothing that big */
+    munmap(dst, mb);
+}
+END_TEST
+
+START_TEST(test_move_across_mappings)
+{
+    /* A range made of two kernel mappings (here split by protection; in use, by pages that
+     * came from different mmaps) moves whole: in one mremap since Linux 6.17, which moves
+     * several mappings when the size stays, else in pieces. */
+    size_t pg = 4096;
+    char *r = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *dst = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(r != MAP_FAILED && dst != MAP_FAILED);
+    for (size_t i = 0; i < 8 * pg; i++)
+        r[i] = (char)(i / pg + 1);
+    ck_assert_int_eq(mprotect(r + 5 * pg, 3 * pg, PROT_READ), 0);
+    os_move_split(r, 8 * pg, dst);
+    for (size_t i = 0; i < 8 * pg; i++)
+        ck_assert_int_eq(dst[i], (char)(i / pg + 1));
+    munmap(dst, 8 * pg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("large");
@@ -231,6 +296,9 @@ int main(void)
     tcase_add_test(tc, test_span_carve_and_coalesce);
     tcase_add_test(tc, test_span_grow_in_place);
     tcase_add_test(tc, test_span_grow_by_remap);
+    tcase_add_test(tc, test_span_grow_into_best_fit);
+    tcase_add_test(tc, test_span_donated);
+    tcase_add_test(tc, test_move_across_mappings);
     tcase_add_test(tc, test_span_budget_trims);
     suite_add_tcase(su, tc);
     return check_run(su);

@@ -221,12 +221,11 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     void *q = os_remap((void *)b.base, b.maplen, len);
     if (q == NULL && len > b.maplen && (q = os_map(len)) != NULL)
         os_move_split((void *)b.base, b.maplen, q);     /* b crosses kernel mappings */
+    errno = err;    /* a refused mremap is not the caller's failure: it falls back to a copy */
     if (q) {
         b.base = b.ptr = (uintptr_t)q;
         b.maplen = len;
         region_map_set(b.base, len, MAP_LARGE, 0);
-    } else {
-        errno = err;                    /* the caller falls back to copying */
     }
     /* On failure the old block stays registered and intact, as realloc requires. */
     pthread_mutex_lock(&large_mutex);

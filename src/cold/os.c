@@ -9,9 +9,17 @@
 #include "../common/attrs.h"
 
 static _Atomic long os_fail_countdown = -1;
+static _Atomic int os_fail_one;         /* the failure is a single call, not an outage */
 
 void os_fail_after(long n)
 {
+    atomic_store(&os_fail_one, 0);
+    atomic_store(&os_fail_countdown, n);
+}
+
+void os_fail_once_after(long n)
+{
+    atomic_store(&os_fail_one, 1);
     atomic_store(&os_fail_countdown, n);
 }
 
@@ -26,6 +34,8 @@ static int os_injected_failure(void)
         if (n < 0)
             return 0;
     }
+    if (atomic_load(&os_fail_one))
+        atomic_store(&os_fail_countdown, -1);
     return 1;
 }
 

@@ -21,7 +21,9 @@ int   os_move(void *src, size_t size, void *dst);
  * piece lies in one mapping (a page the kernel still refuses is copied and unmapped). */
 void  os_move_split(void *src, size_t size, void *dst);
 
-/* Test hook: after `n` more successful maps, every map fails (n < 0: never). */
+/* Test hook: after `n` more successful calls, every call fails (n < 0: never). */
 void  os_fail_after(long n);
+/* Test hook: after `n` more successful calls, exactly one call fails. */
+void  os_fail_once_after(long n);
 
 #endif

@@ -97,6 +97,27 @@ START_TEST(test_fail_midway_through_refills)
 }
 END_TEST
 
+/* A refused mremap that hakmem works around (a fresh mapping, pages moved) is no failure
+ * of the caller's: a successful realloc leaves errno as it was. */
+START_TEST(test_refused_remap_keeps_errno)
+{
+    size_t old = (size_t)1 << 20, big = (size_t)100 << 20;   /* beyond any cached span */
+    char *p = hak_malloc(old);
+    ck_assert_ptr_nonnull(p);
+    memset(p, 0x3C, old);
+    errno = 4242;
+    os_fail_once_after(0);                    /* the mremap fails, the mmap after it works */
+    char *q = hak_realloc(p, big);
+    os_fail_after(-1);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(errno, 4242);
+    for (size_t i = 0; i < old; i += 4096)
+        ck_assert_uint_eq((unsigned char)q[i], 0x3C);
+    memset(q, 1, big);
+    hak_free(q);
+}
+END_TEST
+
 static size_t vm_size(void)
 {
     long pages = 0;
@@ -150,6 +171,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_every_call_fails_cleanly);
     tcase_add_test(tc, test_fail_midway_through_refills);
+    tcase_add_test(tc, test_refused_remap_keeps_errno);
     tcase_add_test(tc, test_rlimit_as_child);
     suite_add_tcase(su, tc);
     return check_run(su);

@@ -8,6 +8,25 @@
 #include "../include/hakmem.h"
 #include "api/hot.h"
 
+/* Tiny sizes the inline slots missed: the TLIST route's per-thread list, else cold. */
+HAK_NOINLINE void *api_malloc_tiny_miss(struct heap *h, size_t n)
+{
+    unsigned cls;
+    unsigned route = route_lookup_tiny(&h->snap, n, &cls);
+    if (route >= ROUTE_TLIST) {
+        struct list_bin *l = &h->lists[cls];
+        void *p = l->head;
+        if (likely(p != NULL)) {
+            struct region *r = region_of_tiny(p);
+            l->head = region_link_load(r, p, 0);
+            l->count--;
+            OBS_INC(h, allocs, cls);
+            return hot_tag_live(h, r, p, cls);
+        }
+    }
+    return cold_malloc(h, n);
+}
+
 /* Mid sizes: mid classes keep no thread cache, so a hit is a block of the class's current
  * region (its free list, then fresh carving), out of line so malloc's hot code stays small.
  * Everything else (remote frees to collect, another region, a new policy) is cold. */

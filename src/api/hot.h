@@ -8,6 +8,7 @@
 #include "../route/route.h"
 
 void *api_malloc_mid(struct heap *h, size_t n);
+void *api_malloc_tiny_miss(struct heap *h, size_t n);
 
 /* Returns p, so that with Phase 90 off at run time the call is a tail call.  Either
  * way the tiny tag's address comes from the pointer and class, not the header. */
@@ -38,51 +39,42 @@ HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p, unsigne
     return p;
 }
 
-/* Tiny blocks: with Phase 91 the table entry gives the class and route; without it the
- * class is computed.  Either way the pop needs no route check: a class off the SLOTS route
- * (or an invalidated Phase 91 entry, class SLOT_CLASS_NONE) has an empty array, whose top
- * reads as the NULL sentinel. */
+/* Inline slots pop: a class off the SLOTS route (or an invalidated Phase 91 entry, class
+ * SLOT_CLASS_NONE) has an empty array, whose top reads as the NULL sentinel, so the pop
+ * needs no route check. */
+HAK_INLINE void *hot_slots_pop(struct heap *h, unsigned cls)
+{
+    void **top = h->slot_top[cls];
+    void *p = *top;
+    if (likely(p != NULL)) {
+        h->slot_top[cls] = top - 1;
+        OBS_INC(h, allocs, cls);
+        OBS_INC(h, slot_hits, cls);
+    }
+    return p;
+}
+
+/* Tiny blocks: with Phase 91 the table entry gives the class; without it the class is
+ * computed.  The snapshot's table91_max is HAK_TINY_MAX with the phase on and 0 with it
+ * off, so one compare checks both the size and the phase.  A slots miss (the TLIST route
+ * included) goes out of line, so the hit keeps no state for it. */
 HAK_INLINE void *hot_malloc(size_t n)
 {
     struct heap *h = heap_tls;
-    if (likely(n <= HAK_TINY_MAX)) {
-        unsigned cls;
+    void *p;
 #if HAK_PHASE91
-        unsigned e = 0;
-        if (likely(h->snap.phase91)) {
-            e = HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
-            cls = e & 0xFF;
-        } else
-#endif
-            cls = route_class_of(n);
-        void **top = h->slot_top[cls];
-        void *p = *top;
-        if (likely(p != NULL)) {
-            h->slot_top[cls] = top - 1;
-            OBS_INC(h, allocs, cls);
-            OBS_INC(h, slot_hits, cls);
+    if (likely(n <= h->snap.table91_max)) {
+        unsigned cls = (uint8_t)HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
+        if (likely((p = hot_slots_pop(h, cls)) != NULL))
             return hot_tag_live_tiny(h, p, cls);
-        }
-        /* The route is needed only now, on a slots miss. */
-        unsigned route;
-#if HAK_PHASE91
-        if (h->snap.phase91)
-            route = e >> 8;
-        else
+        return api_malloc_tiny_miss(h, n);
+    }
 #endif
-            route = route_of_class(&h->snap, cls);
-        if (route >= ROUTE_TLIST) {
-            struct list_bin *l = &h->lists[cls];
-            p = l->head;
-            if (likely(p != NULL)) {
-                struct region *r = region_of_tiny(p);
-                l->head = region_link_load(r, p, 0);
-                l->count--;
-                OBS_INC(h, allocs, cls);
-                return hot_tag_live(h, r, p, cls);
-            }
-        }
-        return cold_malloc(h, n);
+    if (likely(n <= HAK_TINY_MAX)) {
+        unsigned cls = route_class_of(n);
+        if (likely((p = hot_slots_pop(h, cls)) != NULL))
+            return hot_tag_live_tiny(h, p, cls);
+        return api_malloc_tiny_miss(h, n);
     }
     if (n <= HAK_MID_MAX)
         return api_malloc_mid(h, n);
@@ -111,7 +103,7 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, uint
             return;
         }
     }
-    cold_free_spill(h, ptr, r);
+    cold_free_spill(ptr, h, r);
 }
 
 HAK_INLINE void hot_free(void *ptr)
@@ -128,19 +120,19 @@ HAK_INLINE void hot_free(void *ptr)
             hot_free_owned(h, ptr, r, tag);
             return;
         }
-        cold_free_region(h, ptr, r);           /* misuse: reported there */
+        cold_free_region(ptr, h, r);           /* misuse: reported there */
         return;
     }
 #endif
     unsigned b = region_map_get(p);
     if (unlikely(b - 1u >= 0xFEu)) {          /* not a region: NULL, large or foreign */
-        cold_free_nonregion(h, ptr, b, "free");
+        cold_free_nonregion(ptr, h, b, "free");
         return;
     }
     r = region_from_map(p, b);
     if (unlikely(!region_tag_check_live(r, p, &tag)
                  || atomic_load_explicit(&r->owner, memory_order_relaxed) != h)) {
-        cold_free_region(h, ptr, r);           /* misuse, or a block of another thread */
+        cold_free_region(ptr, h, r);           /* misuse, or a block of another thread */
         return;
     }
     hot_free_owned(h, ptr, r, tag);

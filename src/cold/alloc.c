@@ -305,7 +305,7 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
 }
 
 /* The hot free's cache was full, or its route was ROUTE_NONE (a new policy). */
-HAK_COLD void cold_free_spill(struct heap *h, void *p, struct region *r)
+HAK_COLD void cold_free_spill(void *p, struct heap *h, struct region *r)
 {
     heap_check_epoch(h);
     heap_cache_push(h, p, r);
@@ -326,7 +326,7 @@ HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p,
 }
 
 /* Hot-path free found p's tag not live, or p owned by another heap. */
-HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
+HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
 {
     uint8_t *t;
     if (!region_tag_check_live(r, (uintptr_t)p, &t)) {
@@ -356,7 +356,7 @@ HAK_COLD void cold_free_region(struct heap *h, void *p, struct region *r)
     } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
 }
 
-HAK_COLD void cold_free_nonregion(struct heap *h, void *p, unsigned mapbyte, const char *call)
+HAK_COLD void cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call)
 {
     (void)h;
     if (p == NULL)

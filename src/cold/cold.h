@@ -18,10 +18,10 @@ extern _Atomic int cold_key_ready;
 /* alloc.c: misses, refill and spill */
 void *cold_malloc(struct heap *h, size_t n);
 void *cold_alloc_class(struct heap *h, unsigned cls);
-void  cold_free_nonregion(struct heap *h, void *p, unsigned mapbyte, const char *call);
-void  cold_free_region(struct heap *h, void *p, struct region *r);
+void  cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call);
+void  cold_free_region(void *p, struct heap *h, struct region *r);
 void  cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t tag);
-void  cold_free_spill(struct heap *h, void *p, struct region *r);
+void  cold_free_spill(void *p, struct heap *h, struct region *r);
 void  cold_heap_flush(struct heap *h);
 void  cold_heap_refresh(struct heap *h);
 void  cold_heap_release_regions(struct heap *h);   /* thread exit: every region on */

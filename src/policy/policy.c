@@ -367,11 +367,12 @@ void policy_snapshot_build(struct policy_snapshot *s)
     s->slots_cap = g->slots_cap ? g->slots_cap : 1;
     s->phase90 = (uint8_t)(HAK_PHASE90 && g->phase90);
     s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);
+    s->table91_max = s->phase91 ? HAK_TINY_MAX : 0;
     s->phase93 = (uint8_t)(HAK_PHASE93 && g->phase93);
     s->observe = (uint8_t)(HAK_OBSERVE && g->observe);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
-        unsigned cls = route_class_of(i << 3);
+        unsigned cls = route_class_of(i);
         __atomic_store_n(&s->table91[i], (uint16_t)(cls | (unsigned)s->route[cls] << 8), __ATOMIC_RELAXED);
     }
 #endif

@@ -55,8 +55,10 @@ struct policy {
     struct policy_origin route_origin[HAK_NCLASSES];
 };
 
-/* Phase 91 entry: class in the low byte, route in the high byte. */
-#define ROUTE91_INDEX(n) (((n) + 7) >> 3)
+/* Phase 91 entry: class in the low byte, route in the high byte.  One entry per byte
+ * size (2 KiB per heap): indexing by the size itself spares the hit path a round-up and
+ * a shift, and a program's few hot sizes touch few of its cache lines. */
+#define ROUTE91_INDEX(n) (n)
 #define ROUTE91_ENTRIES  (ROUTE91_INDEX(HAK_TINY_MAX) + 1)
 
 /* The route bytes and table are read by the owner's hot path with relaxed atomic
@@ -67,6 +69,7 @@ struct policy_snapshot {
     uint8_t  phase90, phase91, phase93, observe;
     uint16_t slots_cap;
     uint64_t epoch;
+    size_t   table91_max;               /* HAK_TINY_MAX with Phase 91 on, else 0: sizes the table routes */
 #if HAK_PHASE91
     uint16_t table91[ROUTE91_ENTRIES];
 #endif

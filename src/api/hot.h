@@ -81,12 +81,11 @@ HAK_INLINE void *hot_malloc(size_t n)
     return cold_malloc(h, n);
 }
 
-/* A live block of h's own region r whose tag is *tag: into the thread's cache. */
-HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, uint8_t *tag)
+/* A live block of class cls of h's own region r whose tag is *tag: into the thread's cache. */
+HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t cls, uint8_t *tag)
 {
-    size_t cls = r->cls;
     *tag ^= (uint8_t)(TAG_LIVE(0) ^ TAG_FREE(0));   /* live, as just checked, to free */
-    HAK_POISON(ptr, r->bsize);
+    HAK_POISON(ptr, route_class_size(cls));
     OBS_INC(h, frees, cls);
     void **top = h->slot_top[cls] + 1;
     if (likely((uintptr_t)top <= (uintptr_t)slots_lim(h, cls))) {
@@ -114,10 +113,12 @@ HAK_INLINE void hot_free(void *ptr)
     uint8_t *tag;
 #if HAK_PHASE93
     /* Phase 93: one of this thread's own tiny regions, known without the map */
-    if (likely(*heap_rcache_slot(h, p) == heap_rcache_key(p))) {
+    unsigned i = heap_rcache_index(p);
+    if (likely(h->rcache[i] == heap_rcache_key(p))) {
+        const struct rcache_info *ri = &h->rinfo[i];
         r = region_of_tiny(ptr);
-        if (likely(region_tag_check_live_at(r, (uint16_t)p, &tag))) {
-            hot_free_owned(h, ptr, r, tag);
+        if (likely(region_tag_check_live_at(r, (uint16_t)p, ri->gshift, ri->live_tag, &tag))) {
+            hot_free_owned(h, ptr, r, ri->cls, tag);
             return;
         }
         cold_free_region(ptr, h, r);           /* misuse: reported there */
@@ -135,7 +136,7 @@ HAK_INLINE void hot_free(void *ptr)
         cold_free_region(ptr, h, r);           /* misuse, or a block of another thread */
         return;
     }
-    hot_free_owned(h, ptr, r, tag);
+    hot_free_owned(h, ptr, r, r->cls, tag);
 }
 
 #endif

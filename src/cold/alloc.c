@@ -60,8 +60,11 @@ static unsigned region_take(struct region *r, void **out, unsigned want)
 static void rcache_note(struct heap *h, struct region *r)
 {
 #if HAK_PHASE93
-    if (h->snap.phase93 && r->cls < HAK_NTINY)
-        *heap_rcache_slot(h, (uintptr_t)r) = heap_rcache_key((uintptr_t)r);
+    if (h->snap.phase93 && r->cls < HAK_NTINY) {
+        unsigned i = heap_rcache_index((uintptr_t)r);
+        h->rcache[i] = heap_rcache_key((uintptr_t)r);
+        h->rinfo[i] = (struct rcache_info){ .gshift = r->gshift, .live_tag = r->live_tag, .cls = r->cls };
+    }
 #else
     (void)h, (void)r;
 #endif

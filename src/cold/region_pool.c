@@ -85,7 +85,6 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->gmask = (1u << rc->gshift) - 1;
     r->chunks = rc->chunks;
     r->bsize = rc->size;
-    r->tag_lim = rc->ntags;
     r->free = NULL;
     r->used = 0;
     r->carved = 0;

@@ -34,7 +34,6 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: free-list link encoding key */
     uint32_t bsize;
-    uint32_t tag_lim;                /* tags in the region: (chunks * 64 KiB) >> gshift */
     uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes, indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 
@@ -67,24 +66,35 @@ HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
 
 void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* returns p */
 
-/* The free half: nonzero when p is a live block start of r.  Rotating the offset right
- * by gshift gives the tag index of a granule start and, for any other offset, a number
- * with the stray low bits on top, far above tag_lim: one compare checks both. */
-HAK_TAG_INLINE int region_tag_check_live_at(struct region *r, uint32_t off, uint8_t **tagp)
+/* Rotating a block offset right by gshift gives its tag index: below 2^16 for a granule
+ * start (a region has at most 2^16 granules), and for any other offset a number with the
+ * stray low bits on top, at least 2^(32 - gshift) >= 2^17 (gshift <= 15).  So one compare
+ * against a constant checks the alignment and keeps the index inside the tags. */
+#define TAG_IDX_MAX (1u << 16)
+
+HAK_INLINE uint32_t region_tag_index(uint32_t off, unsigned gshift)
 {
-    uint32_t s = r->gshift;
-    uint32_t idx = (off >> s) | (off << ((32 - s) & 31));
-    if (unlikely(idx >= r->tag_lim)) {
+    return (off >> gshift) | (off << ((32 - gshift) & 31));
+}
+
+/* The free half: nonzero when the block at offset off of r is live.  The caller passes
+ * gshift and the live tag, which Phase 93's cache holds too, so a free need not read the
+ * header's line (every header sits at a chunk boundary: they compete for a few cache sets). */
+HAK_TAG_INLINE int region_tag_check_live_at(struct region *r, uint32_t off, unsigned gshift,
+                                            unsigned live_tag, uint8_t **tagp)
+{
+    uint32_t idx = region_tag_index(off, gshift);
+    if (unlikely(idx >= TAG_IDX_MAX)) {
         *tagp = &r->tags[0];                 /* a header granule: never live */
         return 0;
     }
     *tagp = &r->tags[idx];
-    return **tagp == r->live_tag;
+    return **tagp == live_tag;
 }
 
 HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t **tagp)
 {
-    return region_tag_check_live_at(r, (uint32_t)(p - (uintptr_t)r), tagp);
+    return region_tag_check_live_at(r, (uint32_t)(p - (uintptr_t)r), r->gshift, r->live_tag, tagp);
 }
 
 /* Free-list links live in the first word of a free block.  Hardened builds encode them

@@ -35,6 +35,12 @@ struct heap_obs {
 #define RCACHE_SIZE 256
 #define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
 
+/* What a free needs of a cached region besides its tags, so it never reads the header.
+ * Indexed like the keys (one index register, scale 8). */
+struct rcache_info {
+    uint8_t gshift, live_tag, cls, pad[5];
+};
+
 /* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
 #define SLOT_CLASS_NONE HAK_NCLASSES
 
@@ -57,6 +63,7 @@ struct heap {
      * owns the region and cleared when it leaves, so a hit proves both "ours" and "owned
      * here".  256 entries make the index one byte move. */
     uintptr_t rcache[RCACHE_SIZE];
+    struct rcache_info rinfo[RCACHE_SIZE];
 #endif
     struct class_regions regions[HAK_NCLASSES];
     struct heap *next_heap;          /* all heaps, for fork and reuse */
@@ -80,10 +87,15 @@ HAK_INLINE uintptr_t heap_rcache_key(uintptr_t p)
     return p >> 16;
 }
 
+HAK_INLINE unsigned heap_rcache_index(uintptr_t p)
+{
+    return (uint8_t)heap_rcache_key(p);
+}
+
 HAK_INLINE uintptr_t *heap_rcache_slot(struct heap *h, uintptr_t p)
 {
 #if HAK_PHASE93
-    return &h->rcache[(uint8_t)heap_rcache_key(p)];
+    return &h->rcache[heap_rcache_index(p)];
 #else
     (void)h, (void)p;
     return NULL;

@@ -11,17 +11,18 @@ void *api_malloc_mid(struct heap *h, size_t n);
 void *api_malloc_tiny_miss(struct heap *h, size_t n);
 
 /* Returns p, so that with Phase 90 off at run time the call is a tail call.  Either
- * way the tiny tag's address comes from the pointer and class, not the header. */
-HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned cls)
+ * way the tiny tag's address comes from the pointer and the class's slot index s (its tag
+ * shift), not the header. */
+HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned s)
 {
 #if HAK_PHASE90
     if (unlikely(!h->snap.phase90))
-        return region_tag_set_live_call(region_of_tiny(p), p, cls);
+        return region_tag_set_live_call(region_of_tiny(p), p, s - SLOT_BIAS);
 #else
     (void)h;
 #endif
-    *region_tag_tiny(p, cls) = (uint8_t)TAG_LIVE(cls);
-    HAK_UNPOISON(p, (size_t)8 << cls);
+    *region_tag_tiny(p, s) = (uint8_t)(s + (TAG_LIVE(0) - SLOT_BIAS));   /* TAG_LIVE(cls) */
+    HAK_UNPOISON(p, (size_t)1 << s);
     return p;
 }
 
@@ -39,17 +40,17 @@ HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p, unsigne
     return p;
 }
 
-/* Inline slots pop: a class off the SLOTS route (or an invalidated Phase 91 entry, class
- * SLOT_CLASS_NONE) has an empty array, whose top reads as the NULL sentinel, so the pop
- * needs no route check. */
-HAK_INLINE void *hot_slots_pop(struct heap *h, unsigned cls)
+/* Inline slots pop, by slot index: a class off the SLOTS route (or an invalidated Phase 91
+ * entry, class SLOT_CLASS_NONE) has an empty array, whose top reads as the NULL sentinel,
+ * so the pop needs no route check. */
+HAK_INLINE void *hot_slots_pop(struct heap *h, unsigned s)
 {
-    void **top = h->slot_top[cls];
+    void **top = h->slot_top[s];
     void *p = *top;
     if (likely(p != NULL)) {
-        h->slot_top[cls] = top - 1;
-        OBS_INC(h, allocs, cls);
-        OBS_INC(h, slot_hits, cls);
+        h->slot_top[s] = top - 1;
+        OBS_INC(h, allocs, s - SLOT_BIAS);
+        OBS_INC(h, slot_hits, s - SLOT_BIAS);
     }
     return p;
 }
@@ -64,16 +65,16 @@ HAK_INLINE void *hot_malloc(size_t n)
     void *p;
 #if HAK_PHASE91
     if (likely(n <= h->snap.table91_max)) {
-        unsigned cls = (uint8_t)HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
-        if (likely((p = hot_slots_pop(h, cls)) != NULL))
-            return hot_tag_live_tiny(h, p, cls);
+        unsigned s = (uint8_t)HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
+        if (likely((p = hot_slots_pop(h, s)) != NULL))
+            return hot_tag_live_tiny(h, p, s);
         return api_malloc_tiny_miss(h, n);
     }
 #endif
     if (likely(n <= HAK_TINY_MAX)) {
-        unsigned cls = route_class_of(n);
-        if (likely((p = hot_slots_pop(h, cls)) != NULL))
-            return hot_tag_live_tiny(h, p, cls);
+        unsigned s = SLOT_INDEX(route_class_of(n));
+        if (likely((p = hot_slots_pop(h, s)) != NULL))
+            return hot_tag_live_tiny(h, p, s);
         return api_malloc_tiny_miss(h, n);
     }
     if (n <= HAK_MID_MAX)
@@ -81,16 +82,18 @@ HAK_INLINE void *hot_malloc(size_t n)
     return cold_malloc(h, n);
 }
 
-/* A live block of class cls of h's own region r whose tag is *tag: into the thread's cache. */
-HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t cls, uint8_t *tag)
+/* A live block of h's own region r, of the class with slot index s, whose tag is *tag:
+ * into the thread's cache. */
+HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t s, uint8_t *tag)
 {
+    size_t cls = s - SLOT_BIAS;
     *tag ^= (uint8_t)(TAG_LIVE(0) ^ TAG_FREE(0));   /* live, as just checked, to free */
     HAK_POISON(ptr, route_class_size(cls));
     OBS_INC(h, frees, cls);
-    void **top = h->slot_top[cls] + 1;
-    if (likely((uintptr_t)top <= (uintptr_t)slots_lim(h, cls))) {
+    void **top = h->slot_top[s] + 1;
+    if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(h->slot_lim[s]))) {
         *top = ptr;
-        h->slot_top[cls] = top;
+        h->slot_top[s] = top;
         return;
     }
     if (likely(route_of_class(&h->snap, cls) >= ROUTE_TLIST)) {
@@ -118,7 +121,7 @@ HAK_INLINE void hot_free(void *ptr)
         const struct rcache_info *ri = &h->rinfo[i];
         r = region_of_tiny(ptr);
         if (likely(region_tag_check_live_at(r, (uint16_t)p, ri->gshift, ri->live_tag, &tag))) {
-            hot_free_owned(h, ptr, r, ri->cls, tag);
+            hot_free_owned(h, ptr, r, ri->gshift, tag);
             return;
         }
         cold_free_region(ptr, h, r);           /* misuse: reported there */
@@ -136,7 +139,7 @@ HAK_INLINE void hot_free(void *ptr)
         cold_free_region(ptr, h, r);           /* misuse, or a block of another thread */
         return;
     }
-    hot_free_owned(h, ptr, r, r->cls, tag);
+    hot_free_owned(h, ptr, r, SLOT_INDEX(r->cls), tag);
 }
 
 #endif

@@ -63,7 +63,7 @@ static void rcache_note(struct heap *h, struct region *r)
     if (h->snap.phase93 && r->cls < HAK_NTINY) {
         unsigned i = heap_rcache_index((uintptr_t)r);
         h->rcache[i] = heap_rcache_key((uintptr_t)r);
-        h->rinfo[i] = (struct rcache_info){ .gshift = r->gshift, .live_tag = r->live_tag, .cls = r->cls };
+        h->rinfo[i] = (struct rcache_info){ .gshift = r->gshift, .live_tag = r->live_tag };
     }
 #else
     (void)h, (void)r;
@@ -187,7 +187,7 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
     unsigned route = h->snap.route[cls];
     OBS_INC(h, allocs, cls);
     if (route == ROUTE_SLOTS && cls < HAK_NTINY) {
-        void ***top = &h->slot_top[cls];
+        void ***top = &h->slot_top[SLOT_INDEX(cls)];
         if (**top) {
             p = *(*top)--;
             OBS_INC(h, slot_hits, cls);
@@ -275,9 +275,9 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             memmove(items, items + half, (count - half) * sizeof(void *));
             count -= half;
         }
-        h->slot_top[cls] = items + count - 1;
+        h->slot_top[SLOT_INDEX(cls)] = items + count - 1;
         if (count < cap) {
-            *++h->slot_top[cls] = p;
+            *++h->slot_top[SLOT_INDEX(cls)] = p;
             return;
         }
     } else {
@@ -374,8 +374,8 @@ HAK_COLD void cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, con
 static void heap_flush_class(struct heap *h, unsigned cls)
 {
     if (cls < HAK_NTINY)
-        while (*h->slot_top[cls])
-            region_put(h, *h->slot_top[cls]--);
+        while (*h->slot_top[SLOT_INDEX(cls)])
+            region_put(h, *h->slot_top[SLOT_INDEX(cls)]--);
     struct list_bin *l = &h->lists[cls];
     while (l->head) {
         void *q = l->head;

@@ -5,7 +5,7 @@
 #include "os.h"
 
 struct heap heap_empty = {
-    .slot_top = { [0 ... HAK_NCLASSES] = &heap_empty.slot_none },
+    .slot_top = { [0 ... SLOT_BIAS + HAK_NCLASSES] = &heap_empty.slot_none },
 #if HAK_PHASE93
     .rcache = { [0 ... RCACHE_SIZE - 1] = RCACHE_EMPTY },
 #endif
@@ -29,15 +29,17 @@ static void heap_snapshot_locked(struct heap *h)
 {
     policy_snapshot_build(&h->snap);
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        __atomic_store_n(&h->slot_lim[c], h->snap.route[c] == ROUTE_SLOTS
+        __atomic_store_n(&h->slot_lim[SLOT_INDEX(c)], h->snap.route[c] == ROUTE_SLOTS
                          ? &h->slot_items[c][h->snap.slots_cap] : NULL, __ATOMIC_RELAXED);
 }
 
 static void heap_setup(struct heap *h)
 {
     /* Empty caches (a reused heap was flushed): every top at its NULL sentinel. */
+    for (unsigned i = 0; i < SLOT_BIAS; i++)
+        h->slot_top[i] = &h->slot_none;
     for (unsigned c = 0; c <= HAK_NCLASSES; c++)
-        h->slot_top[c] = c < HAK_NTINY ? &h->slot_items[c][0] : &h->slot_none;
+        h->slot_top[SLOT_INDEX(c)] = c < HAK_NTINY ? &h->slot_items[c][0] : &h->slot_none;
     pthread_mutex_lock(&heaps_mutex);
     h->live = 1;                     /* before the snapshot: publishers now see this heap */
     heap_snapshot_locked(h);
@@ -55,11 +57,11 @@ HAK_COLD void cold_heap_invalidate_all(void)
             continue;
         for (unsigned c = 0; c < HAK_NCLASSES; c++) {
             __atomic_store_n(&h->snap.route[c], ROUTE_NONE, __ATOMIC_RELAXED);
-            __atomic_store_n(&h->slot_lim[c], NULL, __ATOMIC_RELAXED);
+            __atomic_store_n(&h->slot_lim[SLOT_INDEX(c)], NULL, __ATOMIC_RELAXED);
         }
 #if HAK_PHASE91
         for (unsigned i = 0; i < ROUTE91_ENTRIES; i++)
-            __atomic_store_n(&h->snap.table91[i], SLOT_CLASS_NONE | ROUTE_NONE << 8, __ATOMIC_RELAXED);
+            __atomic_store_n(&h->snap.table91[i], SLOT_INDEX(SLOT_CLASS_NONE) | ROUTE_NONE << 8, __ATOMIC_RELAXED);
 #endif
     }
 }

@@ -55,7 +55,8 @@ struct policy {
     struct policy_origin route_origin[HAK_NCLASSES];
 };
 
-/* Phase 91 entry: class in the low byte, route in the high byte.  One entry per byte
+/* Phase 91 entry: the class's slot index (SLOT_INDEX(cls)) in the low byte, its route in
+ * the high byte.  One entry per byte
  * size (2 KiB per heap): indexing by the size itself spares the hit path a round-up and
  * a shift, and a program's few hot sizes touch few of its cache lines. */
 #define ROUTE91_INDEX(n) (n)

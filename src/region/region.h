@@ -48,12 +48,12 @@ HAK_INLINE struct region *region_of_tiny(void *p)
     return (struct region *)((uintptr_t)p & ~(uintptr_t)0xFFFF);
 }
 
-/* Tiny classes: granule = block size = 8 << cls, so the tag's address follows from the
- * pointer and the class alone, without loading the header. */
-HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned cls)
+/* Tiny classes: the granule is the block size, 1 << shift (shift = cls + 3), so the tag's
+ * address follows from the pointer and the shift alone, without loading the header. */
+HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned shift)
 {
     uintptr_t a = (uintptr_t)p;
-    return (uint8_t *)(a & ~(uintptr_t)0xFFFF) + offsetof(struct region, tags) + ((a & 0xFFFF) >> (cls + 3));
+    return (uint8_t *)(a & ~(uintptr_t)0xFFFF) + offsetof(struct region, tags) + ((a & 0xFFFF) >> shift);
 }
 
 /* The allocation half of the tag protocol.  Phase 90 forces it inline; with the phase

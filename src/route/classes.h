@@ -17,6 +17,12 @@
 #define HAK_CHUNK_SHIFT  16
 #define HAK_CHUNK_SIZE   ((size_t)1 << HAK_CHUNK_SHIFT)
 
+/* A class's slot index, cls + SLOT_BIAS, indexes the slots' control words.  For a tiny class
+ * it is the tag shift (the granule is the block size, 8 << cls), so the one number the hot
+ * paths hold (Phase 91's entry, Phase 93's cache) serves as both index and shift. */
+#define SLOT_BIAS 3
+#define SLOT_INDEX(cls) ((cls) + SLOT_BIAS)
+
 enum route_kind {          /* 0 is deliberately no route: it sends the op to the cold path */
     ROUTE_NONE  = 0,
     ROUTE_SLOTS = 1,       /* per-thread inline slots (fixed-capacity LIFO array) */

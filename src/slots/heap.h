@@ -38,7 +38,7 @@ struct heap_obs {
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */
 struct rcache_info {
-    uint8_t gshift, live_tag, cls, pad[5];
+    uint8_t gshift, live_tag, pad[6];    /* gshift: also the class's slot index (tiny) */
 };
 
 /* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
@@ -51,9 +51,9 @@ struct heap {
      * pop that reads NULL is a miss without a count compare.  A push needs top < lim;
      * lim is NULL where the route is not SLOTS, and a publisher stores NULL there
      * (relaxed atomic) to send the owner's next free to the cold path. */
-    void   **slot_top[HAK_NCLASSES + 1];   /* first: indexed with no displacement */
+    void   **slot_top[SLOT_BIAS + HAK_NCLASSES + 1];  /* first: small displacements */
     struct policy_snapshot snap;     /* read on every malloc and free */
-    void   **slot_lim[HAK_NCLASSES + 1];  /* apart from the tops: both index as cls * 8 */
+    void   **slot_lim[SLOT_BIAS + HAK_NCLASSES + 1];  /* apart from the tops: both scale by 8 */
     void    *slot_none;              /* the sentinel every non-slots class's top points at */
     void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX + 1];
     struct list_bin lists[HAK_NCLASSES];
@@ -107,13 +107,13 @@ extern HAK_TLS struct heap *heap_tls;
 
 HAK_INLINE void **slots_lim(struct heap *h, unsigned cls)
 {
-    return HAK_LOAD_RELAXED(h->slot_lim[cls]);
+    return HAK_LOAD_RELAXED(h->slot_lim[SLOT_INDEX(cls)]);
 }
 
 /* Items cached and room, as numbers, for the cold paths and tests. */
 HAK_INLINE unsigned slots_count(const struct heap *h, unsigned cls)
 {
-    return cls < HAK_NTINY ? (unsigned)(h->slot_top[cls] - h->slot_items[cls]) : 0;
+    return cls < HAK_NTINY ? (unsigned)(h->slot_top[SLOT_INDEX(cls)] - h->slot_items[cls]) : 0;
 }
 
 HAK_INLINE unsigned slots_cap(struct heap *h, unsigned cls)

@@ -1,6 +1,7 @@
 /* Chunk arenas: regions of every class are runs of chunks in a few big mappings, so a
  * region freed by one class is reused by any other, and the OS sees few mmap/munmap calls. */
 #include <string.h>
+#include <time.h>
 #include "arena.h"
 #include "os.h"
 #include "../common/attrs.h"
@@ -16,12 +17,14 @@ struct arena {
     unsigned  nfree;
     uint64_t  free[ARENA_WORDS];            /* chunk not in any region */
     uint64_t  dirty[ARENA_WORDS];           /* free chunk whose pages may be resident */
+    uint32_t  freed_ms[ARENA_CHUNKS];       /* when a dirty chunk was released (arena_now_ms) */
 };
 
 static struct arena arenas[ARENA_MAX];
 static unsigned arenas_n;                   /* slots in use or once used */
 static size_t resident_free;                /* bytes of free && dirty chunks */
 static size_t free_total;                   /* chunks free in all arenas */
+static uint32_t last_sweep_ms;              /* arena_sweep() runs at most once per tick */
 
 static int bit_get(const uint64_t *w, unsigned i)
 {
@@ -113,7 +116,43 @@ static struct arena *arena_of(uintptr_t a)
     return NULL;
 }
 
-HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain)
+/* Milliseconds from a coarse clock (a vDSO read, no syscall); wraps after 49 days, which
+ * unsigned differences absorb. */
+static uint32_t arena_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+/* Purges free resident chunks released at least `delay` ms ago, oldest arena first, until
+ * at most `retain` bytes stay resident; each run of such chunks is one madvise. */
+static void arena_sweep(uint32_t now, uint32_t delay, size_t retain)
+{
+    if (now == last_sweep_ms)
+        return;
+    last_sweep_ms = now;
+    for (unsigned a = 0; a < arenas_n && resident_free > retain; a++) {
+        struct arena *ar = &arenas[a];
+        for (unsigned i = 0; i < ar->nchunks && resident_free > retain;) {
+            if (!(bit_get(ar->free, i) && bit_get(ar->dirty, i)) || now - ar->freed_ms[i] < delay) {
+                i++;
+                continue;
+            }
+            size_t excess = (resident_free - retain + HAK_CHUNK_SIZE - 1) >> HAK_CHUNK_SHIFT;
+            unsigned j = i + 1;
+            while (j < ar->nchunks && j - i < excess && bit_get(ar->free, j) && bit_get(ar->dirty, j)
+                   && now - ar->freed_ms[j] >= delay)
+                j++;
+            os_purge((void *)(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT)), (size_t)(j - i) << HAK_CHUNK_SHIFT);
+            bits_set(ar->dirty, i, j - i, 0);
+            resident_free -= (size_t)(j - i) << HAK_CHUNK_SHIFT;
+            i = j;
+        }
+    }
+}
+
+HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay)
 {
     struct arena *ar = arena_of(a);
     size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
@@ -129,12 +168,22 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain)
         memset(ar, 0, sizeof *ar);
         return 1;
     }
-    if (resident_free + size > retain) {
+    /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
+     * freed and soon needed again (a program's working set moving between classes) is not
+     * purged and faulted back in.  Twice `retain` bounds what waits. */
+    uint32_t now = delay ? arena_now_ms() : 0;
+    if (resident_free + size > retain && (delay == 0 || resident_free + size > 2 * retain)) {
         os_purge((void *)a, size);
+        if (delay)
+            arena_sweep(now, delay, retain);
         return 1;
     }
     bits_set(ar->dirty, i, chunks, 1);
+    for (unsigned j = i; j < i + chunks; j++)
+        ar->freed_ms[j] = now;
     resident_free += size;
+    if (resident_free > retain)
+        arena_sweep(now, delay, retain);
     return 0;
 }
 

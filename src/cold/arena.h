@@ -14,10 +14,12 @@
 uintptr_t arena_take(unsigned chunks, int *clean);
 
 /* Gives a region's chunks back.  Their pages stay resident while the arenas' resident
- * free bytes are within `retain`; beyond that they are purged (under the lock, so no
- * taker sees them before they read as zero).  An arena left wholly free is unmapped
+ * free bytes are within `retain`; beyond that, chunks free for at least `delay` ms are
+ * purged, oldest arenas first, and a run released while 2 x `retain` is resident is purged
+ * at once (delay 0: every run past `retain` at once).  Purges happen under the lock, so
+ * no taker sees a run before it reads as zero.  An arena left wholly free is unmapped
  * when the other arenas have at least as much free room. */
-int  arena_release(uintptr_t a, unsigned chunks, size_t retain);   /* 1: purged or unmapped */
+int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay);   /* 1: purged or unmapped */
 
 /* Maps one more arena able to hold `chunks`; 0 when the OS refuses.  Call without the
  * lock, then arena_add() with it. */

@@ -114,7 +114,7 @@ HAK_COLD void region_pool_release(struct region *r)
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
     HAK_UNPOISON(r, size);      /* the chunks may be purged and reused by any class */
     pthread_mutex_lock(&pool_mutex);
-    int purged = arena_release(a, chunks, policy_now()->purge_cap);
+    int purged = arena_release(a, chunks, policy_now()->purge_cap, policy_now()->purge_delay_ms);
     pthread_mutex_unlock(&pool_mutex);
     if (purged)
         cold_obs_region(1);

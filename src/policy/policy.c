@@ -183,6 +183,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
             return expect;
         }
         if (k == PK_SLOTS_CAPACITY) p->slots_cap = (uint16_t)u;
+        if (k == PK_PURGE_DELAY) p->purge_delay_ms = (uint32_t)u;
         break;
     case PT_SIZE:
         if (!parse_uint(v, &u, 1) || u < key->lo || u > key->hi) {
@@ -242,6 +243,7 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
     case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
     case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
+    case PK_PURGE_DELAY:    snprintf(buf, len, "%u", p->purge_delay_ms); break;
     case PK_LARGE_CACHE:    snprintf(buf, len, "%s", size_text(p->large_cache_bytes, tmp, sizeof tmp)); break;
     case PK_OBSERVE_OUTPUT: snprintf(buf, len, "%s", p->observe_output); break;
     case PK_ON_MISUSE:      snprintf(buf, len, "%s", p->on_misuse_abort ? "abort" : "report"); break;

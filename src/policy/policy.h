@@ -48,6 +48,7 @@ struct policy {
     uint8_t  phase90, phase91, phase93, observe;  /* effective: 0 when compiled out */
     uint8_t  on_misuse_abort;
     uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
+    uint32_t purge_delay_ms;             /* ... and how long more may wait past that */
     uint64_t large_cache_bytes;
     char     observe_output[256];
     char     file[256];                  /* the INI file loaded, "" if none */

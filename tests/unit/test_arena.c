@@ -3,6 +3,7 @@
 #include <check.h>
 #include "check_run.h"
 #include <stdint.h>
+#include <time.h>
 #include "cold/arena.h"
 #include "route/classes.h"
 
@@ -31,24 +32,24 @@ START_TEST(test_runs_coalesce)
         c[i] = take(1, &clean);
     /* every other chunk free: no run of 2 among them */
     for (unsigned i = 0; i < N; i += 2)
-        ck_assert_int_eq(arena_release(c[i], 1, NEVER_PURGE), 0);
+        ck_assert_int_eq(arena_release(c[i], 1, NEVER_PURGE, 0), 0);
     uintptr_t two = take(2, &clean);
     for (unsigned i = 1; i < N; i += 2)         /* never over a chunk still taken */
         ck_assert(two + 2 * HAK_CHUNK_SIZE <= c[i] || two >= c[i] + HAK_CHUNK_SIZE);
-    arena_release(two, 2, NEVER_PURGE);
+    arena_release(two, 2, NEVER_PURGE, 0);
     /* free 62..65 (word boundary inside): a run of 4 appears there, resident, so it wins */
     if (c[63] == c[62] + HAK_CHUNK_SIZE && c[65] == c[62] + 3 * HAK_CHUNK_SIZE) {
-        arena_release(c[63], 1, NEVER_PURGE);
-        arena_release(c[65], 1, NEVER_PURGE);
+        arena_release(c[63], 1, NEVER_PURGE, 0);
+        arena_release(c[65], 1, NEVER_PURGE, 0);
         uintptr_t four = take(4, &clean);
         ck_assert_int_eq(clean, 0);
         ck_assert(four <= c[62] && four + 4 * HAK_CHUNK_SIZE > c[62]);
-        arena_release(four, 4, NEVER_PURGE);
+        arena_release(four, 4, NEVER_PURGE, 0);
         c[63] = c[65] = 0;
     }
     for (unsigned i = 1; i < N; i += 2)
         if (c[i])
-            arena_release(c[i], 1, NEVER_PURGE);
+            arena_release(c[i], 1, NEVER_PURGE, 0);
 }
 END_TEST
 
@@ -57,8 +58,8 @@ START_TEST(test_resident_first_then_purged)
     int clean;
     uintptr_t a = take(4, &clean), b = take(4, &clean);
     /* a purged (cap 0), b kept resident: the next take of 4 gets resident chunks, not a's */
-    ck_assert_int_eq(arena_release(a, 4, 0), 1);
-    ck_assert_int_eq(arena_release(b, 4, NEVER_PURGE), 0);
+    ck_assert_int_eq(arena_release(a, 4, 0, 0), 1);
+    ck_assert_int_eq(arena_release(b, 4, NEVER_PURGE, 0), 0);
     uintptr_t c = take(4, &clean);
     ck_assert(c != a);
     ck_assert_int_eq(clean, 0);
@@ -66,8 +67,34 @@ START_TEST(test_resident_first_then_purged)
     uintptr_t d = take(4, &clean);
     if (d == a)
         ck_assert_int_eq(clean, 1);
-    arena_release(c, 4, 0);
-    arena_release(d, 4, 0);
+    arena_release(c, 4, 0, 0);
+    arena_release(d, 4, 0, 0);
+}
+END_TEST
+
+/* With a delay, runs past `retain` wait before they are purged, unless twice `retain` is
+ * resident; once they have waited, the next release purges the oldest down to `retain`.
+ * (Check forks each test, so the arenas start empty here.) */
+START_TEST(test_delayed_purge)
+{
+    int clean;
+    size_t retain = 4 * HAK_CHUNK_SIZE;
+    uintptr_t a = take(4, &clean), b = take(4, &clean), c = take(4, &clean);
+    ck_assert_int_eq(arena_release(a, 4, retain, 50), 0);      /* within retain */
+    ck_assert_int_eq(arena_release(b, 4, retain, 50), 0);      /* past it, but fresh */
+    struct timespec nap = { 0, 150 * 1000 * 1000 };
+    nanosleep(&nap, NULL);
+    /* 3 x retain would be resident: c goes at once, and a (the oldest waiting) with it */
+    ck_assert_int_eq(arena_release(c, 4, retain, 50), 1);
+    uintptr_t d = take(4, &clean);                              /* resident first: b */
+    ck_assert_int_eq(clean, 0);
+    ck_assert(d == b);
+    uintptr_t e = take(4, &clean), f = take(4, &clean);         /* a and c: purged */
+    ck_assert(e != b && f != b);
+    ck_assert_int_eq(clean, 1);
+    arena_release(d, 4, 0, 0);
+    arena_release(e, 4, 0, 0);
+    arena_release(f, 4, 0, 0);
 }
 END_TEST
 
@@ -77,6 +104,7 @@ int main(void)
     TCase *tc = tcase_create("arena");
     tcase_add_test(tc, test_runs_coalesce);
     tcase_add_test(tc, test_resident_first_then_purged);
+    tcase_add_test(tc, test_delayed_purge);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

@@ -28,8 +28,9 @@ HAK_NOINLINE void *api_malloc_tiny_miss(struct heap *h, size_t n)
 }
 
 /* Mid sizes: mid classes keep no thread cache, so a hit is a block of the class's current
- * region (its free list, then fresh carving), out of line so malloc's hot code stays small.
- * Everything else (remote frees to collect, another region, a new policy) is cold. */
+ * region (its free list, then fresh carving unless other threads have given blocks back),
+ * out of line so malloc's hot code stays small.  Everything else (remote frees to
+ * collect, another region, a new policy) is cold. */
 HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
 {
     unsigned cls = route_class_of(n);
@@ -38,7 +39,7 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
         void *p = r->free;
         if (likely(p != NULL))
             r->free = region_link_load(r, p, 1);
-        else if (r->carved < r->nblocks)
+        else if (r->carved < r->nblocks && !atomic_load_explicit(&r->remote, memory_order_relaxed))
             p = (char *)r + r->blocks_off + (size_t)r->carved++ * r->bsize;
         else
             return cold_malloc(h, n);

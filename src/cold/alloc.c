@@ -28,28 +28,34 @@ static int region_has_blocks(struct region *r)
         || atomic_load_explicit(&r->remote, memory_order_relaxed);
 }
 
-/* Takes up to `want` blocks out of r: free list first, then fresh carving, then remote frees. */
+/* Pops up to `want` - n blocks of r's free list into out[n..]; returns the new n. */
+static unsigned region_pop_free(struct region *r, void **out, unsigned n, unsigned want)
+{
+    while (n < want && r->free) {
+        void *p = r->free;
+        r->free = region_link_load(r, p, 1);
+        out[n++] = p;
+    }
+    return n;
+}
+
+/* Takes up to `want` blocks out of r: free list first, then remote frees, then fresh
+ * carving: blocks other threads gave back are reused before untouched memory is. */
 static unsigned region_take(struct region *r, void **out, unsigned want)
 {
-    unsigned n = 0;
-    for (int pass = 0;; pass++) {
-        while (n < want && r->free) {
-            void *p = r->free;
-            r->free = region_link_load(r, p, 1);
-            out[n++] = p;
-        }
-        if (n < want && r->carved < r->nblocks) {
-            char *b = (char *)r + r->blocks_off + (size_t)r->carved * r->bsize;
-            unsigned k = want - n;
-            if (k > r->nblocks - r->carved)
-                k = r->nblocks - r->carved;
-            for (unsigned i = 0; i < k; i++, b += r->bsize)
-                out[n++] = b;
-            r->carved += k;
-        }
-        if (n == want || pass || !atomic_load_explicit(&r->remote, memory_order_relaxed))
-            break;
+    unsigned n = region_pop_free(r, out, 0, want);
+    if (n < want && atomic_load_explicit(&r->remote, memory_order_relaxed)) {
         region_collect(r);
+        n = region_pop_free(r, out, n, want);
+    }
+    if (n < want && r->carved < r->nblocks) {
+        char *b = (char *)r + r->blocks_off + (size_t)r->carved * r->bsize;
+        unsigned k = want - n;
+        if (k > r->nblocks - r->carved)
+            k = r->nblocks - r->carved;
+        for (unsigned i = 0; i < k; i++, b += r->bsize)
+            out[n++] = b;
+        r->carved += k;
     }
     r->used += n;
     return n;

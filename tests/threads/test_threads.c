@@ -273,6 +273,39 @@ static void *pc_consumer(void *arg)
     return NULL;
 }
 
+/* Blocks another thread freed come back to their owner before untouched memory does:
+ * the next malloc of the class reuses one of them instead of carving a fresh block. */
+enum { RF_N = 16, RF_SIZE = 3000 };      /* a mid class: no thread cache in the way */
+
+static void *rf_free_all(void *arg)
+{
+    void **v = arg;
+    for (int i = 0; i < RF_N; i++)
+        free(v[i]);
+    return NULL;
+}
+
+START_TEST(test_remote_frees_reused_first)
+{
+    void *a[RF_N];
+    for (int i = 0; i < RF_N; i++) {
+        a[i] = malloc(RF_SIZE);
+        ck_assert_ptr_nonnull(a[i]);
+        memset(a[i], i, RF_SIZE);
+    }
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, rf_free_all, a), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    void *b = malloc(RF_SIZE);
+    ck_assert_ptr_nonnull(b);
+    int found = 0;
+    for (int i = 0; i < RF_N; i++)
+        found |= b == a[i];
+    ck_assert_msg(found, "malloc after remote frees returned %p, none of the freed blocks", b);
+    free(b);
+}
+END_TEST
+
 START_TEST(test_producer_consumer)
 {
     size_t rss0 = rss_bytes();
@@ -1051,6 +1084,7 @@ static Suite *threads_suite(void)
     tc = tcase_create("producer_consumer");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_producer_consumer);
+    tcase_add_test(tc, test_remote_frees_reused_first);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("short_lived");

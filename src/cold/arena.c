@@ -125,8 +125,10 @@ static uint32_t arena_now_ms(void)
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
 
-/* Purges free resident chunks released at least `delay` ms ago, oldest arena first, until
- * at most `retain` bytes stay resident; each run of such chunks is one madvise. */
+/* Purges free resident chunks released at least `delay` ms ago, in address order, until
+ * at most `retain` bytes stay resident; each run of such chunks is one madvise.  Only
+ * chunks that have waited go, so what was freed last (and is likeliest to be taken
+ * again) stays. */
 static void arena_sweep(uint32_t now, uint32_t delay, size_t retain)
 {
     if (now == last_sweep_ms)

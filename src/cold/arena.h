@@ -15,7 +15,7 @@ uintptr_t arena_take(unsigned chunks, int *clean);
 
 /* Gives a region's chunks back.  Their pages stay resident while the arenas' resident
  * free bytes are within `retain`; beyond that, chunks free for at least `delay` ms are
- * purged, oldest arenas first, and a run released while 2 x `retain` is resident is purged
+ * purged (in address order), and a run released while 2 x `retain` is resident is purged
  * at once (delay 0: every run past `retain` at once).  Purges happen under the lock, so
  * no taker sees a run before it reads as zero.  An arena left wholly free is unmapped
  * when the other arenas have at least as much free room. */

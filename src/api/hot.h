@@ -88,7 +88,7 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
 {
     size_t cls = s - SLOT_BIAS;
     *tag ^= (uint8_t)(TAG_LIVE(0) ^ TAG_FREE(0));   /* live, as just checked, to free */
-    HAK_POISON(ptr, route_class_size(cls));
+    HAK_POISON(ptr, r->bsize);
     OBS_INC(h, frees, cls);
     void **top = h->slot_top[s] + 1;
     if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(h->slot_lim[s]))) {

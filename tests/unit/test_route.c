@@ -13,8 +13,11 @@ static void setup(void)
 
 START_TEST(test_class_table_shape)
 {
-    for (unsigned c = 0; c < HAK_NTINY; c++)
+    for (unsigned c = 0; c < HAK_NTINY; c++) {
         ck_assert_uint_eq(route_classes[c].size, 8u << c);
+        /* the hot paths use a tiny class's slot index as its tag shift (Phase 91, 93) */
+        ck_assert_uint_eq(route_classes[c].gshift, SLOT_INDEX(c));
+    }
     for (unsigned c = 1; c < HAK_NCLASSES; c++)
         ck_assert_uint_gt(route_classes[c].size, route_classes[c - 1].size);
     ck_assert_uint_eq(route_classes[HAK_NCLASSES - 1].size, HAK_MID_MAX);
@@ -25,6 +28,9 @@ START_TEST(test_class_table_shape)
         ck_assert_uint_le(rc->blocks_off + (size_t)rc->nblocks * rc->size, rsize);
         ck_assert_uint_eq(rc->blocks_off % (1u << rc->gshift), 0);
         ck_assert_uint_eq(rc->size % (1u << rc->gshift), 0);
+        /* the tag check's constant bound: granule starts index below it, others above */
+        ck_assert_uint_le(rc->gshift, 15);
+        ck_assert_uint_le(rsize >> rc->gshift, TAG_IDX_MAX);
         if (rc->size >= 16)
             ck_assert_uint_eq(rc->blocks_off % 16, 0);
     }

@@ -24,6 +24,9 @@ static struct arena arenas[ARENA_MAX];
 static unsigned arenas_n;                   /* slots in use or once used */
 static size_t resident_free;                /* bytes of free && dirty chunks */
 static size_t free_total;                   /* chunks free in all arenas */
+static size_t used_total;                   /* chunks in regions and large blocks */
+static size_t used_high[2];                 /* most chunks in use: this second, the one before */
+static uint32_t used_high_ms;               /* when this second began */
 static uint32_t last_sweep_ms;              /* arena_sweep() runs at most once per tick */
 
 static int bit_get(const uint64_t *w, unsigned i)
@@ -86,23 +89,29 @@ static int arena_find(struct arena *ar, unsigned chunks, int resident_only)
     return bits_find_run(w, ar->nchunks, chunks);
 }
 
+static uintptr_t arena_claim(struct arena *ar, unsigned i, unsigned chunks, int *clean)
+{
+    unsigned d = bits_count(ar->dirty, i, chunks);
+    *clean = d == 0;
+    resident_free -= (size_t)d << HAK_CHUNK_SHIFT;
+    bits_set(ar->free, i, chunks, 0);
+    bits_set(ar->dirty, i, chunks, 0);
+    ar->nfree -= chunks;
+    free_total -= chunks;
+    used_total += chunks;
+    if (used_total > used_high[0])
+        used_high[0] = used_total;
+    return ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
+}
+
 HAK_COLD uintptr_t arena_take(unsigned chunks, int *clean)
 {
     /* Resident chunks first, in any arena: reusing them costs no page faults. */
     for (int pass = 1; pass >= 0; pass--) {
         for (unsigned a = 0; a < arenas_n; a++) {
-            struct arena *ar = &arenas[a];
-            int i = arena_find(ar, chunks, pass);
-            if (i < 0)
-                continue;
-            unsigned d = bits_count(ar->dirty, (unsigned)i, chunks);
-            *clean = d == 0;
-            resident_free -= (size_t)d << HAK_CHUNK_SHIFT;
-            bits_set(ar->free, (unsigned)i, chunks, 0);
-            bits_set(ar->dirty, (unsigned)i, chunks, 0);
-            ar->nfree -= chunks;
-            free_total -= chunks;
-            return ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
+            int i = arena_find(&arenas[a], chunks, pass);
+            if (i >= 0)
+                return arena_claim(&arenas[a], (unsigned)i, chunks, clean);
         }
     }
     return 0;
@@ -154,14 +163,59 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t retain)
     }
 }
 
+/* The `more` chunks right after a's run of `chunks`, when all are free in the same arena:
+ * taken (a large block grows in place).  1 on success. */
+HAK_COLD int arena_extend(uintptr_t a, unsigned chunks, unsigned more)
+{
+    struct arena *ar = arena_of(a);
+    if (ar == NULL)
+        return 0;
+    unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT) + chunks;
+    if (i + more > ar->nchunks || bits_count(ar->free, i, more) != more)
+        return 0;
+    int clean;
+    arena_claim(ar, i, more, &clean);
+    return 1;
+}
+
+HAK_COLD int arena_chunk_free(uintptr_t a)
+{
+    struct arena *ar = arena_of(a);
+    return ar && bit_get(ar->free, (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT));
+}
+
+/* How much freed memory may stay resident waiting out its delay: twice `retain`, or the
+ * most in use within the last one to two seconds when that is more.  A program that frees
+ * its working set and builds it again (the realloc benchmark at the end of each round,
+ * the large benchmark's blocks) then reuses the pages instead of faulting them back in,
+ * and the bound scales with its footprint. */
+static size_t arena_wait_max(size_t retain)
+{
+    size_t high = (used_high[0] > used_high[1] ? used_high[0] : used_high[1]) << HAK_CHUNK_SHIFT;
+    return high > 2 * retain ? high : 2 * retain;
+}
+
+/* Called before a release lowers the use, so a second's high mark includes it. */
+static void arena_high_roll(uint32_t now)
+{
+    if (now - used_high_ms >= 1000) {
+        used_high[1] = used_high[0];
+        used_high[0] = used_total;
+        used_high_ms = now;
+    }
+}
+
 HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay)
 {
     struct arena *ar = arena_of(a);
     size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
     unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
+    uint32_t now = delay ? arena_now_ms() : 0;
+    arena_high_roll(now);
     bits_set(ar->free, i, chunks, 1);
     ar->nfree += chunks;
     free_total += chunks;
+    used_total -= chunks;
     if (ar->nfree == ar->nchunks && free_total - ar->nfree >= ar->nchunks) {
         /* wholly free, and the others have room to spare: back to the OS */
         resident_free -= (size_t)bits_count(ar->dirty, 0, ar->nchunks) << HAK_CHUNK_SHIFT;
@@ -172,9 +226,8 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     }
     /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
      * freed and soon needed again (a program's working set moving between classes) is not
-     * purged and faulted back in.  Twice `retain` bounds what waits. */
-    uint32_t now = delay ? arena_now_ms() : 0;
-    if (resident_free + size > retain && (delay == 0 || resident_free + size > 2 * retain)) {
+     * purged and faulted back in.  arena_wait_max() bounds what waits. */
+    if (resident_free + size > retain && (delay == 0 || resident_free + size > arena_wait_max(retain))) {
         os_purge((void *)a, size);
         if (delay)
             arena_sweep(now, delay, retain);

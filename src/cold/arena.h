@@ -21,6 +21,12 @@ uintptr_t arena_take(unsigned chunks, int *clean);
  * when the other arenas have at least as much free room. */
 int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay);   /* 1: purged or unmapped */
 
+/* Takes the `more` chunks right after the run [a, a + chunks) if they are all free: 1. */
+int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);
+
+/* 1 when a lies in a free chunk of an arena. */
+int  arena_chunk_free(uintptr_t a);
+
 /* Maps one more arena able to hold `chunks`; 0 when the OS refuses.  Call without the
  * lock, then arena_add() with it. */
 uintptr_t arena_map(unsigned chunks, unsigned *nchunks);

@@ -32,6 +32,11 @@ struct region *region_pool_take(unsigned cls, struct heap *h);
 void  region_pool_release(struct region *r);
 void  region_abandon(struct region *r);
 struct region *region_adopt(unsigned cls, struct heap *h);
+/* ... and runs of chunks for large blocks (no region header; the caller keeps the map) */
+uintptr_t region_pool_chunks(unsigned chunks, int *clean);
+void  region_pool_chunks_release(uintptr_t a, unsigned chunks);
+int   region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned more);   /* 1: grown in place */
+int   region_pool_chunk_free(uintptr_t a);                                       /* a's chunk is free */
 void  region_pool_lock(void);
 void  region_pool_unlock(void);
 void  region_pool_reset_locks(void);

@@ -1,5 +1,5 @@
-/* Large and huge blocks: page-granular blocks carved from the free spans earlier large blocks left
- * (see large_spans.c) or, failing that, mapped from the OS; the registry says which are live. */
+/* Large and huge blocks: up to [large] arena_max, runs of arena chunks shared with the regions;
+ * above, page-granular blocks carved from free spans (large_spans.c) or mapped from the OS. */
 #include <errno.h>
 #include <string.h>
 #include "cold.h"
@@ -82,6 +82,42 @@ static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
     return 1;
 }
 
+static int large_register(const struct large_block *b)
+{
+    pthread_mutex_lock(&large_mutex);
+    int ok = large_reg_insert(b);
+    pthread_mutex_unlock(&large_mutex);
+    return ok;
+}
+
+static size_t chunk_round(size_t n)
+{
+    return (n + HAK_CHUNK_SIZE - 1) & ~(HAK_CHUNK_SIZE - 1);
+}
+
+/* A block of the arenas: whole chunks, so it grows in place into free neighbours, and once
+ * freed its pages serve regions of any class (and theirs it), under the purge policy. */
+static void *large_alloc_chunks(size_t n, int zero)
+{
+    unsigned chunks = (unsigned)(chunk_round(n) >> HAK_CHUNK_SHIFT);
+    int clean;
+    uintptr_t a = region_pool_chunks(chunks, &clean);
+    if (a == 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct large_block b = { .ptr = a, .base = a, .maplen = (size_t)chunks << HAK_CHUNK_SHIFT, .arena = 1 };
+    if (!region_map_set(a, b.maplen, MAP_LARGE, 0) || !large_register(&b)) {
+        region_pool_chunks_release(a, chunks);
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (zero && !clean)
+        memset((void *)a, 0, n);
+    cold_obs_large(1, b.maplen);
+    return (void *)a;
+}
+
 HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
 {
     if (align < 16)
@@ -92,6 +128,8 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
         errno = ENOMEM;
         return NULL;
     }
+    if (align <= HAK_CHUNK_SIZE && n <= policy_now()->large_arena_max)
+        return large_alloc_chunks(n, zero);
     struct lspan s;
     size_t dirty;
     if (!large_pages(page_round(n), align, &s, &dirty))
@@ -106,10 +144,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
         errno = ENOMEM;
         return NULL;
     }
-    pthread_mutex_lock(&large_mutex);
-    int ok = large_reg_insert(&b);
-    pthread_mutex_unlock(&large_mutex);
-    if (!ok) {
+    if (!large_register(&b)) {
         os_unmap((void *)b.base, b.maplen);
         errno = ENOMEM;
         return NULL;
@@ -127,14 +162,18 @@ HAK_COLD int large_free(void *p, const char *call)
     struct lspan drop[LSPAN_MAX + 1];
     unsigned nd = 0;
     int in_cache = 0;
+    struct large_block b = { 0 };
     pthread_mutex_lock(&large_mutex);
     struct large_block *e = large_reg_find((uintptr_t)p);
     if (e) {
+        b = *e;
         struct lspan s = { e->base, e->maplen };
         size_t cap = large_cap();
         cold_obs_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
-        if (s.len > cap / 2)            /* a block this big would flush the whole budget */
+        if (b.arena)
+            ;                           /* back to the arenas below, outside this lock */
+        else if (s.len > cap / 2)       /* a block this big would flush the whole budget */
             drop[nd++] = s;
         else
             nd = lspan_put(s, cap, drop);
@@ -143,7 +182,10 @@ HAK_COLD int large_free(void *p, const char *call)
     }
     pthread_mutex_unlock(&large_mutex);
     large_unmap_all(drop, nd);
+    if (b.arena)
+        region_pool_chunks_release(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT));
     if (e == NULL) {
+        in_cache = in_cache || region_pool_chunk_free((uintptr_t)p);
         cold_misuse(call, p, in_cache ? "double free" : "invalid pointer (not allocated by hakmem)",
                     in_cache ? HAK_NCLASSES : -1);      /* a class row past the last: "large block" */
         return 0;
@@ -188,6 +230,44 @@ static size_t large_grow_len(size_t maplen, size_t len)
     return page_round(len + slack);
 }
 
+/* Resizing a block of the arenas (b, out of the registry; this puts it or its successor
+ * back): shrinking gives the tail chunks back, growing takes the free chunks after it, and
+ * failing that the block moves, copied, to a new one a quarter bigger than asked (so a
+ * block grown a little at a time moves once per quarter of its size). */
+static void *large_realloc_chunks(struct large_block b, size_t n)
+{
+    unsigned have = (unsigned)(b.maplen >> HAK_CHUNK_SHIFT);
+    unsigned want = (unsigned)(chunk_round(n) >> HAK_CHUNK_SHIFT);
+    if (want < have) {
+        region_pool_chunks_release(b.base + ((size_t)want << HAK_CHUNK_SHIFT), have - want);
+        b.maplen = (size_t)want << HAK_CHUNK_SHIFT;
+    } else if (want > have) {
+        uintptr_t tail = b.base + b.maplen;
+        size_t more = (size_t)(want - have) << HAK_CHUNK_SHIFT;
+        if (n <= policy_now()->large_arena_max && region_pool_chunks_extend(b.base, have, want - have)) {
+            if (region_map_set(tail, more, MAP_LARGE, 0)) {
+                b.maplen += more;
+                large_register(&b);     /* cannot fail: b's own entry was just removed */
+                return (void *)b.ptr;
+            }
+            region_pool_chunks_release(tail, want - have);
+        }
+        int err = errno;                /* the roomy try failing is not the caller's failure */
+        void *q = large_alloc(large_grow_len(b.maplen, n), 0, 0);
+        errno = err;
+        if (q == NULL)
+            q = large_alloc(n, 0, 0);
+        large_register(&b);
+        if (q != NULL) {
+            memcpy(q, (void *)b.ptr, b.maplen);
+            large_free((void *)b.ptr, "realloc");
+        }
+        return q;
+    }
+    large_register(&b);
+    return (void *)b.ptr;
+}
+
 /* Growing or shrinking a large block whose pointer starts its pages: into the free span
  * right after it when there is one (no copy, pages already there), else into the
  * best-fitting free span (pages moved, no fault), else mremap, which moves the pages
@@ -202,6 +282,12 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     if (e == NULL || e->ptr != e->base) {
         pthread_mutex_unlock(&large_mutex);
         return NULL;
+    }
+    if (e->arena) {
+        struct large_block b = *e;
+        large_reg_remove(e);
+        pthread_mutex_unlock(&large_mutex);
+        return large_realloc_chunks(b, n);
     }
     if (len > e->maplen && lspan_take_after(e->base + e->maplen, len - e->maplen)) {
         e->maplen = len;

@@ -60,6 +60,39 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean)
     }
 }
 
+/* Large blocks up to [large] arena_max are chunk runs too, so their pages and the
+ * regions' are one pool under one purge policy (large.c keeps the registry). */
+HAK_COLD uintptr_t region_pool_chunks(unsigned chunks, int *clean)
+{
+    return pool_get(chunks, clean);
+}
+
+HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
+{
+    HAK_UNPOISON((void *)a, (size_t)chunks << HAK_CHUNK_SHIFT);
+    pthread_mutex_lock(&pool_mutex);
+    int purged = arena_release(a, chunks, policy_now()->purge_cap, policy_now()->purge_delay_ms);
+    pthread_mutex_unlock(&pool_mutex);
+    if (purged)
+        cold_obs_region(1);
+}
+
+HAK_COLD int region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned more)
+{
+    pthread_mutex_lock(&pool_mutex);
+    int ok = arena_extend(a, chunks, more);
+    pthread_mutex_unlock(&pool_mutex);
+    return ok;
+}
+
+HAK_COLD int region_pool_chunk_free(uintptr_t a)
+{
+    pthread_mutex_lock(&pool_mutex);
+    int f = arena_chunk_free(a);
+    pthread_mutex_unlock(&pool_mutex);
+    return f;
+}
+
 static uint64_t region_secret(uintptr_t r)
 {
     uint64_t x = r ^ (uint64_t)(uintptr_t)&pool_mutex ^ 0x9E3779B97F4A7C15ull;

@@ -193,6 +193,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         }
         if (k == PK_PURGE_RETAIN) p->purge_cap = u;
         if (k == PK_LARGE_CACHE) p->large_cache_bytes = u;
+        if (k == PK_LARGE_ARENA_MAX) p->large_arena_max = u;
         break;
     case PT_CLASSES:
         if (!parse_classes(v, &m))
@@ -245,6 +246,7 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
     case PK_PURGE_DELAY:    snprintf(buf, len, "%u", p->purge_delay_ms); break;
     case PK_LARGE_CACHE:    snprintf(buf, len, "%s", size_text(p->large_cache_bytes, tmp, sizeof tmp)); break;
+    case PK_LARGE_ARENA_MAX: snprintf(buf, len, "%s", size_text(p->large_arena_max, tmp, sizeof tmp)); break;
     case PK_OBSERVE_OUTPUT: snprintf(buf, len, "%s", p->observe_output); break;
     case PK_ON_MISUSE:      snprintf(buf, len, "%s", p->on_misuse_abort ? "abort" : "report"); break;
     case PK_ROUTE:          snprintf(buf, len, "%s", route_name(p->route[cls])); break;

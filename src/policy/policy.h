@@ -49,7 +49,8 @@ struct policy {
     uint8_t  on_misuse_abort;
     uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
     uint32_t purge_delay_ms;             /* ... and how long more may wait past that */
-    uint64_t large_cache_bytes;
+    uint64_t large_cache_bytes;          /* free pages of large blocks on their own mappings */
+    uint64_t large_arena_max;            /* large blocks up to this size live in the arenas */
     char     observe_output[256];
     char     file[256];                  /* the INI file loaded, "" if none */
     struct policy_origin origin[PK_COUNT];

@@ -25,8 +25,6 @@ static unsigned arenas_n;                   /* slots in use or once used */
 static size_t resident_free;                /* bytes of free && dirty chunks */
 static size_t free_total;                   /* chunks free in all arenas */
 static size_t used_total;                   /* chunks in regions and large blocks */
-static size_t used_high[2];                 /* most chunks in use: this second, the one before */
-static uint32_t used_high_ms;               /* when this second began */
 static uint32_t last_sweep_ms;              /* arena_sweep() runs at most once per tick */
 
 static int bit_get(const uint64_t *w, unsigned i)
@@ -99,8 +97,6 @@ static uintptr_t arena_claim(struct arena *ar, unsigned i, unsigned chunks, int 
     ar->nfree -= chunks;
     free_total -= chunks;
     used_total += chunks;
-    if (used_total > used_high[0])
-        used_high[0] = used_total;
     return ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
 }
 
@@ -184,25 +180,16 @@ HAK_COLD int arena_chunk_free(uintptr_t a)
     return ar && bit_get(ar->free, (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT));
 }
 
-/* How much freed memory may stay resident waiting out its delay: twice `retain`, or the
- * most in use within the last one to two seconds when that is more.  A program that frees
- * its working set and builds it again (the realloc benchmark at the end of each round,
- * the large benchmark's blocks) then reuses the pages instead of faulting them back in,
- * and the bound scales with its footprint. */
+/* How much freed memory may stay resident waiting out its delay: twice `retain`, or as
+ * much as is in use when that is more.  An amount and a share of what is live, checked on
+ * every release, so the bound holds when the process goes idle (DESIGN.md: jemalloc's
+ * time-based decay keeps gigabytes in a sleeping process), while a program with a big
+ * working set (the large benchmark's blocks) reuses what it frees instead of faulting it
+ * back in. */
 static size_t arena_wait_max(size_t retain)
 {
-    size_t high = (used_high[0] > used_high[1] ? used_high[0] : used_high[1]) << HAK_CHUNK_SHIFT;
-    return high > 2 * retain ? high : 2 * retain;
-}
-
-/* Called before a release lowers the use, so a second's high mark includes it. */
-static void arena_high_roll(uint32_t now)
-{
-    if (now - used_high_ms >= 1000) {
-        used_high[1] = used_high[0];
-        used_high[0] = used_total;
-        used_high_ms = now;
-    }
+    size_t used = used_total << HAK_CHUNK_SHIFT;
+    return used > 2 * retain ? used : 2 * retain;
 }
 
 HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay)
@@ -211,7 +198,6 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
     unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
     uint32_t now = delay ? arena_now_ms() : 0;
-    arena_high_roll(now);
     bits_set(ar->free, i, chunks, 1);
     ar->nfree += chunks;
     free_total += chunks;

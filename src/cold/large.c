@@ -236,21 +236,22 @@ static size_t large_grow_len(size_t maplen, size_t len)
  * block grown a little at a time moves once per quarter of its size). */
 static void *large_realloc_chunks(struct large_block b, size_t n)
 {
-    unsigned have = (unsigned)(b.maplen >> HAK_CHUNK_SHIFT);
-    unsigned want = (unsigned)(chunk_round(n) >> HAK_CHUNK_SHIFT);
-    if (want < have) {
-        region_pool_chunks_release(b.base + ((size_t)want << HAK_CHUNK_SHIFT), have - want);
-        b.maplen = (size_t)want << HAK_CHUNK_SHIFT;
-    } else if (want > have) {
+    size_t want = chunk_round(n);       /* n <= PTRDIFF_MAX - OS_PAGE: no overflow */
+    if (want < b.maplen) {
+        region_pool_chunks_release(b.base + want, (unsigned)((b.maplen - want) >> HAK_CHUNK_SHIFT));
+        b.maplen = want;
+    } else if (want > b.maplen) {
         uintptr_t tail = b.base + b.maplen;
-        size_t more = (size_t)(want - have) << HAK_CHUNK_SHIFT;
-        if (n <= policy_now()->large_arena_max && region_pool_chunks_extend(b.base, have, want - have)) {
+        size_t more = want - b.maplen;
+        if (n <= policy_now()->large_arena_max
+            && region_pool_chunks_extend(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT),
+                                         (unsigned)(more >> HAK_CHUNK_SHIFT))) {
             if (region_map_set(tail, more, MAP_LARGE, 0)) {
-                b.maplen += more;
+                b.maplen = want;
                 large_register(&b);     /* cannot fail: b's own entry was just removed */
                 return (void *)b.ptr;
             }
-            region_pool_chunks_release(tail, want - have);
+            region_pool_chunks_release(tail, (unsigned)(more >> HAK_CHUNK_SHIFT));
         }
         int err = errno;                /* the roomy try failing is not the caller's failure */
         void *q = large_alloc(large_grow_len(b.maplen, n), 0, 0);

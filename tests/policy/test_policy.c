@@ -75,7 +75,7 @@ START_TEST(test_defaults)
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         ck_assert_uint_eq(p.route[c], c < 4 ? ROUTE_TLIST : c < 8 ? ROUTE_SLOTS : ROUTE_MID);
     ck_assert_uint_eq(p.phase91, HAK_PHASE91);
-    ck_assert_uint_eq(p.purge_cap, 8u << 20);
+    ck_assert_uint_eq(p.purge_cap, 32u << 20);
 }
 END_TEST
 
@@ -178,7 +178,7 @@ START_TEST(test_wrong_type)
     ck_assert_ptr_nonnull(strstr(l.text[1], ":4: [phases] phase91 = maybe: expected on or off"));
     ck_assert_ptr_nonnull(strstr(l.text[2], ":6: [purge] retain = 12Q: expected a size"));
     assert_defaults(&p);
-    ck_assert_uint_eq(p.purge_cap, 8u << 20);
+    ck_assert_uint_eq(p.purge_cap, 32u << 20);
 }
 END_TEST
 

@@ -72,9 +72,9 @@ START_TEST(test_resident_first_then_purged)
 }
 END_TEST
 
-/* With a delay, runs past `retain` wait before they are purged; once they have waited, the
- * next release purges them (in address order) down to `retain`.  (Check forks each test,
- * so the arenas start empty here.) */
+/* With a delay, runs past `retain` wait before they are purged, unless more would wait than
+ * twice `retain` and than is in use; once they have waited, the next release purges the
+ * oldest down to `retain`.  (Check forks each test, so the arenas start empty here.) */
 START_TEST(test_delayed_purge)
 {
     int clean;
@@ -84,13 +84,14 @@ START_TEST(test_delayed_purge)
     ck_assert_int_eq(arena_release(b, 4, retain, 50), 0);      /* past it, but fresh */
     struct timespec nap = { 0, 150 * 1000 * 1000 };
     nanosleep(&nap, NULL);
-    /* c waits too (12 chunks were in use just now); a and b have waited: they go */
-    ck_assert_int_eq(arena_release(c, 4, retain, 50), 0);
-    uintptr_t d = take(4, &clean);                              /* resident first: c */
+    /* 3 x retain would be resident, none in use: c goes at once, and a (the oldest
+     * waiting) with it */
+    ck_assert_int_eq(arena_release(c, 4, retain, 50), 1);
+    uintptr_t d = take(4, &clean);                              /* resident first: b */
     ck_assert_int_eq(clean, 0);
-    ck_assert(d == c);
-    uintptr_t e = take(4, &clean), f = take(4, &clean);         /* a and b: purged */
-    ck_assert(e != c && f != c);
+    ck_assert(d == b);
+    uintptr_t e = take(4, &clean), f = take(4, &clean);         /* a and c: purged */
+    ck_assert(e != b && f != b);
     ck_assert_int_eq(clean, 1);
     arena_release(d, 4, 0, 0);
     arena_release(e, 4, 0, 0);
@@ -98,28 +99,20 @@ START_TEST(test_delayed_purge)
 }
 END_TEST
 
-/* What waits is bounded by twice `retain` or, when more, by the most in use within the
- * last one to two seconds: a working set freed and built again keeps its pages, and once
- * little has been in use for two seconds, a run past the bound is purged at once. */
-START_TEST(test_wait_follows_peak)
+/* What waits may be as much as is in use: a program with a big working set that frees
+ * part of it and builds it again keeps the pages; once nothing is in use, a run past
+ * twice `retain` is purged at once. */
+START_TEST(test_wait_follows_use)
 {
     int clean;
     size_t retain = HAK_CHUNK_SIZE;
-    uintptr_t a = take(8, &clean);
-    ck_assert_int_eq(arena_release(a, 8, retain, 10000), 0);   /* 8 chunks were in use */
-    uintptr_t b = take(8, &clean);
-    ck_assert(b == a);
-    ck_assert_int_eq(clean, 0);                                 /* rebuilt from resident pages */
-    ck_assert_int_eq(arena_release(b, 8, retain, 10000), 0);
-    struct timespec nap = { 1, 50 * 1000 * 1000 };
-    for (int s = 0; s < 2; s++) {                               /* two quiet seconds */
-        nanosleep(&nap, NULL);
-        uintptr_t c = take(1, &clean);
-        arena_release(c, 1, retain, 10000);
-    }
-    uintptr_t d = take(4, &clean);
-    ck_assert_int_eq(clean, 0);
-    ck_assert_int_eq(arena_release(d, 4, retain, 10000), 1);  /* 8 resident > 4 in use */
+    uintptr_t a = take(8, &clean), b = take(8, &clean);
+    ck_assert_int_eq(arena_release(a, 8, retain, 10000), 0);   /* b's 8 chunks in use */
+    uintptr_t c = take(8, &clean);
+    ck_assert(c == a);
+    ck_assert_int_eq(clean, 0);                                 /* built again from resident pages */
+    ck_assert_int_eq(arena_release(c, 8, retain, 10000), 0);
+    ck_assert_int_eq(arena_release(b, 8, retain, 10000), 1);   /* 16 would wait, none in use */
 }
 END_TEST
 
@@ -152,7 +145,7 @@ int main(void)
     tcase_add_test(tc, test_resident_first_then_purged);
     tcase_add_test(tc, test_delayed_purge);
     tcase_add_test(tc, test_extend_and_free_chunks);
-    tcase_add_test(tc, test_wait_follows_peak);
+    tcase_add_test(tc, test_wait_follows_use);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

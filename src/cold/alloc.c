@@ -144,6 +144,7 @@ static void region_put(struct heap *h, void *p)
     struct region *r = region_of_block(p);
     region_link_store(r, p, r->free);
     r->free = p;
+    h->regions[r->cls].scan = 1;
     if (--r->used == 0 && r != h->regions[r->cls].cur) {
         heap_list_remove(h, r);
         region_pool_release(r);
@@ -157,17 +158,24 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
     unsigned n;
     if (r && (n = region_take(r, out, want)))
         return n;
-    if (cr->list) {
+    /* The remote hint is taken (seq_cst, like the freer's push and store) before the
+     * scan, so a push the scan cannot see leaves the hint set for the next refill. */
+    if (cr->list && (cr->scan || (atomic_load_explicit(&cr->remote_scan, memory_order_relaxed)
+                                  && atomic_exchange(&cr->remote_scan, 0)))) {
         struct region *start = r ? r->next : cr->list, *s = start;
+        cr->scan = 0;
         for (unsigned i = 0; i < REFILL_SCAN; i++) {
             if (s != r && region_has_blocks(s) && (n = region_take(s, out, want))) {
                 cr->cur = s;
+                cr->scan = 1;   /* s may hold more, and so may the regions not seen */
                 return n;
             }
             s = s->next;
             if (s == start)
                 break;
         }
+        if (s != start)
+            cr->scan = 1;   /* stopped at the limit: the rest are seen next time */
         cr->list = s;       /* the next scan goes on from here: every region gets its turn */
     }
     struct region *s;
@@ -363,6 +371,11 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
     do {
         region_link_store(r, p, head);
     } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
+    /* The first pending block tells the owner's refill to look (heaps are never unmapped,
+     * so a store into one that just let r go is only a wasted scan). */
+    struct heap *o = atomic_load_explicit(&r->owner, memory_order_relaxed);
+    if (head == NULL && o != NULL)
+        atomic_store(&o->regions[cls].remote_scan, 1);
 }
 
 HAK_COLD void cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call)

@@ -219,15 +219,16 @@ static void *large_move_into(struct large_block b, struct lspan s)
     return (void *)b.ptr;
 }
 
-/* The length a block of maplen bytes moves to when it grows to len: a quarter more (at
- * most 16 MiB), so a string appended to a few bytes at a time moves once per quarter of
- * its size rather than once per page (each move drops and remaps the whole block). */
+/* The length a block of maplen bytes moves to when it grows to len: at least a quarter
+ * more than it had (at most 16 MiB more), so a string appended to a few bytes at a time
+ * moves once per quarter of its size rather than once per page; a program that grows
+ * its blocks geometrically itself (a vector doubling) gets what it asks for. */
 static size_t large_grow_len(size_t maplen, size_t len)
 {
     size_t slack = maplen / 4 < ((size_t)16 << 20) ? maplen / 4 : ((size_t)16 << 20);
-    if (len <= maplen || len > PTRDIFF_MAX - OS_PAGE - slack)
+    if (len <= maplen || len >= maplen + slack)
         return len;
-    return page_round(len + slack);
+    return page_round(maplen + slack);
 }
 
 /* Resizing a block of the arenas (b, out of the registry; this puts it or its successor

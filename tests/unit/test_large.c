@@ -315,23 +315,31 @@ END_TEST
 
 START_TEST(test_chunks_move_when_blocked)
 {
-    /* b sits right after a: a grows by moving, contents copied, with a quarter of room
-     * to spare; a's chunks are free again and the next block of their size takes them. */
+    /* b sits right after a: a grows by moving, contents copied, to at least a quarter
+     * more than it had (a small step gets room to spare, a doubling what it asks);
+     * a's chunks are free again and the next block of their size takes them. */
     size_t mb = 1 << 20;
     char *a = hak_malloc(mb), *b = hak_malloc(mb);
     ck_assert_ptr_eq(b, a + mb);
     for (size_t i = 0; i < mb; i++)
         a[i] = (char)(i * 7);
-    char *c = hak_realloc(a, 2 * mb);
+    char *c = hak_realloc(a, mb + 100);
     ck_assert_ptr_ne(c, a);
     for (size_t i = 0; i < mb; i++)
         ck_assert_int_eq(c[i], (char)(i * 7));
-    ck_assert_uint_ge(hak_malloc_usable_size(c), 2 * mb + mb / 4);
+    ck_assert_uint_ge(hak_malloc_usable_size(c), mb + mb / 4);
     char *d = hak_malloc(mb);
     ck_assert_ptr_eq(d, a);
+    char *e = hak_malloc(mb);                        /* after c: c cannot grow in place */
+    char *f = hak_realloc(c, 4 * mb);
+    ck_assert_ptr_ne(f, c);
+    ck_assert_uint_eq(hak_malloc_usable_size(f), 4 * mb);
+    for (size_t i = 0; i < mb; i++)
+        ck_assert_int_eq(f[i], (char)(i * 7));
     hak_free(b);
-    hak_free(c);
     hak_free(d);
+    hak_free(e);
+    hak_free(f);
 }
 END_TEST
 

@@ -72,6 +72,7 @@ struct heap {
     struct rcache_info rinfo[RCACHE_SIZE];
 #endif
     struct class_regions regions[HAK_NCLASSES];
+    uint64_t empty_cur;              /* mid classes whose current region emptied (a hint) */
     struct heap *next_heap;          /* all heaps, for fork and reuse */
     uint8_t  live;                   /* owned by a running thread */
 #if HAK_OBSERVE

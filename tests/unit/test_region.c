@@ -231,6 +231,26 @@ START_TEST(test_abort_setting)
 }
 END_TEST
 
+START_TEST(test_empty_current_regions_released)
+{
+    /* A mid class's current region stays while it empties (a malloc/free loop of one block
+     * keeps it), and goes back to the arenas once the heap takes a region for another class. */
+    void *a = hak_malloc(40 << 10);
+    uintptr_t ra = (uintptr_t)region_of_block(a);
+    hak_free(a);
+    void *b = hak_malloc(40 << 10);                          /* the same region again */
+    ck_assert_uint_eq((uintptr_t)region_of_block(b), ra);
+    hak_free(b);
+    ck_assert_uint_ne(region_map_get(ra), MAP_NONE);
+    /* another class takes a new region: from the chunks the empty one gave back (the
+     * arenas take the lowest free run), not from the ones after it */
+    void *c = hak_malloc(100 << 10);
+    ck_assert_uint_eq((uintptr_t)region_of_block(c), ra);
+    ck_assert_uint_ne(route_class_of(100 << 10), route_class_of(40 << 10));
+    hak_free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("region");
@@ -244,6 +264,7 @@ int main(void)
     tcase_add_test(tc, test_interior_pointers_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);
     tcase_add_test(tc, test_abort_setting);
+    tcase_add_test(tc, test_empty_current_regions_released);
 #if HAK_PHASE93
     tcase_add_test(tc, test_phase93_cache_coherent);
 #endif

@@ -183,8 +183,9 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
         return n;
     /* The remote hint is taken (seq_cst, like the freer's push and store) before the
      * scan, so a push the scan cannot see leaves the hint set for the next refill. */
-    if (cr->list && (cr->scan || (atomic_load_explicit(&cr->remote_scan, memory_order_relaxed)
-                                  && atomic_exchange(&cr->remote_scan, 0)))) {
+    uint64_t bit = (uint64_t)1 << cls;
+    if (cr->list && (cr->scan || ((atomic_load_explicit(&h->remote_scan, memory_order_relaxed) & bit)
+                                  && (atomic_fetch_and(&h->remote_scan, ~bit) & bit)))) {
         struct region *start = r ? r->next : cr->list, *s = start;
         cr->scan = 0;
         for (unsigned i = 0; i < REFILL_SCAN; i++) {
@@ -399,7 +400,7 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
      * so a store into one that just let r go is only a wasted scan). */
     struct heap *o = atomic_load_explicit(&r->owner, memory_order_relaxed);
     if (head == NULL && o != NULL)
-        atomic_store(&o->regions[cls].remote_scan, 1);
+        atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
 }
 
 HAK_COLD void cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call)

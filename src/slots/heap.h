@@ -23,8 +23,7 @@ struct class_regions {
      * or by another thread onto an empty remote stack), cleared by a refill's scan that
      * saw every region.  Without it a heap whose regions are all full missed on each
      * header of a 16-region scan before every new region (frag: 5 % of its time). */
-    uint8_t  scan;
-    _Atomic uint8_t remote_scan;     /* the same, written by other threads */
+    uint8_t  scan;                   /* (heap.remote_scan holds the same for other threads) */
 };
 
 /* OBSERVE counters of one heap; index HAK_NCLASSES counts large blocks. */
@@ -73,7 +72,12 @@ struct heap {
 #endif
     struct class_regions regions[HAK_NCLASSES];
     uint64_t empty_cur;              /* mid classes whose current region emptied (a hint) */
-    struct heap *next_heap;          /* all heaps, for fork and reuse */
+    struct heap *next_heap;
+    /* Classes into whose regions another thread pushed the first remote free since the
+     * owner's last scan (class_regions.scan for them): a line of its own, only ever
+     * accessed atomically, so the writers never share a word or a line with the owner's
+     * plain fields. */
+    _Atomic uint64_t remote_scan HAK_ALIGNED(HAK_CACHE_LINE);          /* all heaps, for fork and reuse */
     uint8_t  live;                   /* owned by a running thread */
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */

@@ -181,8 +181,9 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
     unsigned n;
     if (r && (n = region_take(r, out, want)))
         return n;
-    /* The remote hint is taken (seq_cst, like the freer's push and store) before the
-     * scan, so a push the scan cannot see leaves the hint set for the next refill. */
+    /* The remote hint is taken before the scan (seq_cst read-modify-writes here and in
+     * the freer, after its push), so a push the scan cannot see leaves the hint set for
+     * the next refill. */
     uint64_t bit = (uint64_t)1 << cls;
     if (cr->list && (cr->scan || ((atomic_load_explicit(&h->remote_scan, memory_order_relaxed) & bit)
                                   && (atomic_fetch_and(&h->remote_scan, ~bit) & bit)))) {

@@ -197,7 +197,6 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     struct arena *ar = arena_of(a);
     size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
     unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
-    uint32_t now = delay ? arena_now_ms() : 0;
     bits_set(ar->free, i, chunks, 1);
     ar->nfree += chunks;
     free_total += chunks;
@@ -213,6 +212,7 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
      * freed and soon needed again (a program's working set moving between classes) is not
      * purged and faulted back in.  arena_wait_max() bounds what waits. */
+    uint32_t now = delay ? arena_now_ms() : 0;
     if (resident_free + size > retain && (delay == 0 || resident_free + size > arena_wait_max(retain))) {
         os_purge((void *)a, size);
         if (delay)

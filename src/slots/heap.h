@@ -72,12 +72,12 @@ struct heap {
 #endif
     struct class_regions regions[HAK_NCLASSES];
     uint64_t empty_cur;              /* mid classes whose current region emptied (a hint) */
-    struct heap *next_heap;
+    struct heap *next_heap;          /* all heaps, for fork and reuse */
     /* Classes into whose regions another thread pushed the first remote free since the
      * owner's last scan (class_regions.scan for them): a line of its own, only ever
      * accessed atomically, so the writers never share a word or a line with the owner's
      * plain fields. */
-    _Atomic uint64_t remote_scan HAK_ALIGNED(HAK_CACHE_LINE);          /* all heaps, for fork and reuse */
+    _Atomic uint64_t remote_scan HAK_ALIGNED(HAK_CACHE_LINE);
     uint8_t  live;                   /* owned by a running thread */
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */

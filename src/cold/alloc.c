@@ -398,8 +398,10 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
         region_link_store(r, p, head);
     } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
     /* The first pending block tells the owner's refill to look (heaps are never unmapped,
-     * so a store into one that just let r go is only a wasted scan). */
-    struct heap *o = atomic_load_explicit(&r->owner, memory_order_relaxed);
+     * so a store into one that just let r go is only a wasted scan).  Acquire: the owner
+     * may be a heap just mapped by the thread that adopted r (its seq_cst store of owner
+     * publishes the heap). */
+    struct heap *o = atomic_load_explicit(&r->owner, memory_order_acquire);
     if (head == NULL && o != NULL)
         atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
 }

@@ -213,9 +213,7 @@ static void *large_move_into(struct large_block b, struct lspan s)
     os_move_split((void *)b.base, b.maplen, (void *)s.base);
     b.base = b.ptr = s.base;
     b.maplen = s.len;
-    pthread_mutex_lock(&large_mutex);
-    large_reg_insert(&b);               /* cannot fail: b's own entry was just removed */
-    pthread_mutex_unlock(&large_mutex);
+    large_register(&b);                 /* cannot fail: b's own entry was just removed */
     return (void *)b.ptr;
 }
 
@@ -316,9 +314,7 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         region_map_set(b.base, len, MAP_LARGE, 0);
     }
     /* On failure the old block stays registered and intact, as realloc requires. */
-    pthread_mutex_lock(&large_mutex);
-    large_reg_insert(&b);
-    pthread_mutex_unlock(&large_mutex);
+    large_register(&b);
     return q;
 }
 

@@ -140,17 +140,9 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
 /* An empty region leaves its heap: its chunks go back to their arena, purged past the retained cap. */
 HAK_COLD void region_pool_release(struct region *r)
 {
-    size_t size = (size_t)r->chunks << HAK_CHUNK_SHIFT;
-    uintptr_t a = (uintptr_t)r;
-    unsigned chunks = r->chunks;
-    region_map_clear(a, size);
+    region_map_clear((uintptr_t)r, (size_t)r->chunks << HAK_CHUNK_SHIFT);
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-    HAK_UNPOISON(r, size);      /* the chunks may be purged and reused by any class */
-    pthread_mutex_lock(&pool_mutex);
-    int purged = arena_release(a, chunks, policy_now()->purge_cap, policy_now()->purge_delay_ms);
-    pthread_mutex_unlock(&pool_mutex);
-    if (purged)
-        cold_obs_region(1);
+    region_pool_chunks_release((uintptr_t)r, r->chunks);   /* unpoisons: any class may reuse them */
 }
 
 /* Thread exit: the region keeps its live blocks and waits for a new owner.

@@ -17,12 +17,12 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned s)
 {
 #if HAK_PHASE90
     if (unlikely(!h->snap.phase90))
-        return region_tag_set_live_call(region_of_tiny(p), p, s - SLOT_BIAS);
+        return region_tag_set_live_call(region_of_tiny(p), p, SLOT_CLASS(s));
 #else
     (void)h;
 #endif
-    *region_tag_tiny(p, s) = (uint8_t)(s + (TAG_LIVE(0) - SLOT_BIAS));   /* TAG_LIVE(cls) */
-    HAK_UNPOISON(p, (size_t)1 << s);
+    *region_tag_tiny(p, s) = (uint8_t)(s + 0x80);   /* TAG_LIVE(cls) */
+    HAK_UNPOISON(p, route_classes[SLOT_CLASS(s)].size);
     return p;
 }
 
@@ -49,8 +49,8 @@ HAK_INLINE void *hot_slots_pop(struct heap *h, unsigned s)
     void *p = *top;
     if (likely(p != NULL)) {
         h->slot_top[s] = top - 1;
-        OBS_INC(h, allocs, s - SLOT_BIAS);
-        OBS_INC(h, slot_hits, s - SLOT_BIAS);
+        OBS_INC(h, allocs, SLOT_CLASS(s));
+        OBS_INC(h, slot_hits, SLOT_CLASS(s));
     }
     return p;
 }
@@ -86,16 +86,16 @@ HAK_INLINE void *hot_malloc(size_t n)
  * into the thread's cache. */
 HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t s, uint8_t *tag)
 {
-    size_t cls = s - SLOT_BIAS;
-    *tag ^= (uint8_t)(TAG_LIVE(0) ^ TAG_FREE(0));   /* live, as just checked, to free */
+    *tag ^= (uint8_t)TAG_LIVE_FREE;                 /* live, as just checked, to free */
     HAK_POISON(ptr, r->bsize);
-    OBS_INC(h, frees, cls);
+    OBS_INC(h, frees, SLOT_CLASS(s));
     void **top = h->slot_top[s] + 1;
     if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(h->slot_lim[s]))) {
         *top = ptr;
         h->slot_top[s] = top;
         return;
     }
+    size_t cls = SLOT_CLASS(s);
     if (likely(route_of_class(&h->snap, cls) >= ROUTE_TLIST)) {
         struct list_bin *l = &h->lists[cls];
         if (likely(l->count < l->max)) {
@@ -120,8 +120,8 @@ HAK_INLINE void hot_free(void *ptr)
     if (likely(h->rcache[i] == heap_rcache_key(p))) {
         const struct rcache_info *ri = &h->rinfo[i];
         r = region_of_tiny(ptr);
-        if (likely(region_tag_check_live_at(r, (uint16_t)p, ri->gshift, ri->live_tag, &tag))) {
-            hot_free_owned(h, ptr, r, ri->gshift, tag);
+        if (likely(region_tag_check_live_at(r, (uint16_t)p, ri->sidx, ri->live_tag, &tag))) {
+            hot_free_owned(h, ptr, r, ri->sidx, tag);
             return;
         }
         cold_free_region(ptr, h, r);           /* misuse: reported there */
@@ -139,7 +139,7 @@ HAK_INLINE void hot_free(void *ptr)
         cold_free_region(ptr, h, r);           /* misuse, or a block of another thread */
         return;
     }
-    hot_free_owned(h, ptr, r, SLOT_INDEX(r->cls), tag);
+    hot_free_owned(h, ptr, r, r->live_tag - 0x80u, tag);   /* TAG_LIVE(cls) - 0x80: its slot index */
 }
 
 #endif

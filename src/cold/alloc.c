@@ -69,7 +69,7 @@ static void rcache_note(struct heap *h, struct region *r)
     if (h->snap.phase93 && r->cls < HAK_NTINY) {
         unsigned i = heap_rcache_index((uintptr_t)r);
         h->rcache[i] = heap_rcache_key((uintptr_t)r);
-        h->rinfo[i] = (struct rcache_info){ .gshift = r->gshift, .live_tag = r->live_tag };
+        h->rinfo[i] = (struct rcache_info){ .sidx = (uint8_t)SLOT_INDEX(r->cls), .live_tag = r->live_tag };
     }
 #else
     (void)h, (void)r;

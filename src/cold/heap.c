@@ -5,7 +5,7 @@
 #include "os.h"
 
 struct heap heap_empty = {
-    .slot_top = { [0 ... SLOT_BIAS + HAK_NCLASSES] = &heap_empty.slot_none },
+    .slot_top = { [0 ... SLOT_NINDEX - 1] = &heap_empty.slot_none },
 #if HAK_PHASE93
     .rcache = { [0 ... RCACHE_SIZE - 1] = RCACHE_EMPTY },
 #endif
@@ -36,10 +36,10 @@ static void heap_snapshot_locked(struct heap *h)
 static void heap_setup(struct heap *h)
 {
     /* Empty caches (a reused heap was flushed): every top at its NULL sentinel. */
-    for (unsigned i = 0; i < SLOT_BIAS; i++)
+    for (unsigned i = 0; i < SLOT_NINDEX; i++)
         h->slot_top[i] = &h->slot_none;
-    for (unsigned c = 0; c <= HAK_NCLASSES; c++)
-        h->slot_top[SLOT_INDEX(c)] = c < HAK_NTINY ? &h->slot_items[c][0] : &h->slot_none;
+    for (unsigned c = 0; c < HAK_NTINY; c++)
+        h->slot_top[SLOT_INDEX(c)] = &h->slot_items[c][0];
     pthread_mutex_lock(&heaps_mutex);
     h->live = 1;                     /* before the snapshot: publishers now see this heap */
     heap_snapshot_locked(h);

@@ -100,32 +100,44 @@ static int parse_uint(const char *v, uint64_t *out, int with_suffix)
     return 1;
 }
 
-/* "C4-C7", "C0,C5", "none" -> bit mask of tiny classes. */
-static int parse_classes(const char *v, uint8_t *mask)
+/* "C5-C20", "C0,C5", "none" -> bit mask of tiny classes. */
+/* "Cn": n a tiny class number without leading zeros; the end of it in *end. */
+static int parse_class_name(const char *s, unsigned *cls, const char **end)
+{
+    if (toupper((unsigned char)s[0]) != 'C' || s[1] < '0' || s[1] > '9')
+        return 0;
+    unsigned n = (unsigned)(s[1] - '0');
+    s += 2;
+    if (n && *s >= '0' && *s <= '9')
+        n = n * 10 + (unsigned)(*s++ - '0');
+    if (n >= HAK_NTINY || (*s >= '0' && *s <= '9'))
+        return 0;
+    *cls = n;
+    *end = s;
+    return 1;
+}
+
+static int parse_classes(const char *v, uint32_t *mask)
 {
     if (!strcasecmp(v, "none")) {
         *mask = 0;
         return 1;
     }
-    uint8_t m = 0;
+    uint32_t m = 0;
     const char *s = v;
     for (;;) {
         while (*s == ' ')
             s++;
-        if (toupper((unsigned char)s[0]) != 'C' || s[1] < '0' || s[1] > '7')
+        unsigned a, b;
+        if (!parse_class_name(s, &a, &s))
             return 0;
-        unsigned a = (unsigned)(s[1] - '0'), b = a;
-        s += 2;
+        b = a;
         if (*s == '-') {
-            if (toupper((unsigned char)s[1]) != 'C' || s[2] < '0' || s[2] > '7')
-                return 0;
-            b = (unsigned)(s[2] - '0');
-            s += 3;
-            if (b < a)
+            if (!parse_class_name(s + 1, &b, &s) || b < a)
                 return 0;
         }
         for (unsigned c = a; c <= b; c++)
-            m |= (uint8_t)(1u << c);
+            m |= (uint32_t)1 << c;
         while (*s == ' ')
             s++;
         if (*s == 0)
@@ -157,7 +169,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
     const struct policy_key *key = &policy_keys[k];
     int b;
     uint64_t u;
-    uint8_t m;
+    uint32_t m;
     char lo[24], hi[24];
     switch (key->type) {
     case PT_BOOL:
@@ -197,7 +209,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         break;
     case PT_CLASSES:
         if (!parse_classes(v, &m))
-            return "expected tiny classes C0-C7 as a list or range (C4-C7, C2,C5) or none";
+            return "expected tiny classes C0-C20 as a list or range (C5-C20, C2,C5) or none";
         p->slots_mask = m;
         break;
     case PT_ROUTE:
@@ -207,10 +219,10 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
             else if (!strcasecmp(v, "tlist"))
                 p->route_set[cls] = ROUTE_TLIST;
             else
-                return "expected slots or tlist (tiny classes C0-C7)";
+                return "expected slots or tlist (tiny classes C0-C20)";
         } else {
             if (strcasecmp(v, "mid"))
-                return "expected mid (classes C8-C39 have one route)";
+                return "expected mid (classes C21-C52 have one route)";
             p->route_set[cls] = ROUTE_MID;
         }
         p->route_origin[cls] = (struct policy_origin){ source, line };
@@ -251,11 +263,18 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_ON_MISUSE:      snprintf(buf, len, "%s", p->on_misuse_abort ? "abort" : "report"); break;
     case PK_ROUTE:          snprintf(buf, len, "%s", route_name(p->route[cls])); break;
     case PK_SLOTS_CLASSES: {
+        /* runs of two or more as ranges, the form parse_classes reads back */
         size_t n = 0;
         buf[0] = 0;
-        for (unsigned c = 0; c < HAK_NTINY && n + 4 < len; c++)
-            if ((p->slots_mask >> c) & 1)
-                n += (size_t)snprintf(buf + n, len - n, "%sC%u", n ? "," : "", c);
+        for (unsigned c = 0; c < HAK_NTINY && n + 12 < len; c++) {
+            if (!((p->slots_mask >> c) & 1))
+                continue;
+            unsigned e = c;
+            while (e + 1 < HAK_NTINY && ((p->slots_mask >> (e + 1)) & 1))
+                e++;
+            n += (size_t)snprintf(buf + n, len - n, e > c ? "%sC%u-C%u" : "%sC%u", n ? "," : "", c, e);
+            c = e;
+        }
         if (n == 0)
             snprintf(buf, len, "none");
         break;

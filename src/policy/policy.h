@@ -43,7 +43,7 @@ struct policy_origin {
 struct policy {
     uint8_t  route[HAK_NCLASSES];        /* effective route per class (derived) */
     uint8_t  route_set[HAK_NCLASSES];    /* explicit [route] Cn, 0 = derive from [slots] */
-    uint8_t  slots_mask;                 /* tiny classes with inline slots */
+    uint32_t slots_mask;                 /* tiny classes with inline slots */
     uint16_t slots_cap;                  /* 1..HAK_SLOTS_CAP_MAX */
     uint8_t  phase90, phase91, phase93, observe;  /* effective: 0 when compiled out */
     uint8_t  on_misuse_abort;

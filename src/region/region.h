@@ -8,12 +8,17 @@
 #include <stdint.h>
 #include "../common/attrs.h"
 #include "../common/sanitize.h"
+#include "../route/classes.h"
 
 struct heap;
 
 #define REGION_CLS_NONE 63u          /* header of a region in the free pool: no tag ever matches */
-#define TAG_LIVE(cls)   (0x80u | (cls))
-#define TAG_FREE(cls)   (0x40u | (cls))
+/* A class's tags follow from its slot index s (below 128): live 0x80 + s, free s.  Never
+ * 0, the tag of a granule no block starts at; unique per class, so a block start of one
+ * class's layout never passes for another's. */
+#define TAG_LIVE(cls)   (0x80u + SLOT_INDEX(cls))
+#define TAG_FREE(cls)   ((unsigned)SLOT_INDEX(cls))
+#define TAG_LIVE_FREE   0x80u                /* live ^ free, for every class */
 
 /* Invariant, owner thread view: used = nblocks - (blocks on `free`) - (nblocks - carved);
  * blocks on `remote` still count as used until the owner collects them. */
@@ -48,19 +53,21 @@ HAK_INLINE struct region *region_of_tiny(void *p)
     return (struct region *)((uintptr_t)p & ~(uintptr_t)0xFFFF);
 }
 
-/* Tiny classes: the granule is the block size, 1 << shift (shift = cls + 3), so the tag's
- * address follows from the pointer and the shift alone, without loading the header. */
-HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned shift)
+/* Tiny classes: the tag's address follows from the pointer and the class's slot index s
+ * alone (its low five bits are the shift; a 32-bit shift uses no more), without loading
+ * the header. */
+HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned s)
 {
     uintptr_t a = (uintptr_t)p;
-    return (uint8_t *)(a & ~(uintptr_t)0xFFFF) + offsetof(struct region, tags) + ((a & 0xFFFF) >> shift);
+    return (uint8_t *)(a & ~(uintptr_t)0xFFFF) + offsetof(struct region, tags) + ((uint32_t)(a & 0xFFFF) >> (s & 31));
 }
 
 /* The allocation half of the tag protocol.  Phase 90 forces it inline; with the phase
  * off at run time the same write goes through an out-of-line call (region_tag_set_live_call). */
 HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
 {
-    *region_tag(r, (uintptr_t)p) = (uint8_t)TAG_LIVE(cls);
+    (void)cls;                           /* r->live_tag is TAG_LIVE(cls), on the line just read */
+    *region_tag(r, (uintptr_t)p) = r->live_tag;
     HAK_UNPOISON(p, r->bsize);
 }
 
@@ -74,7 +81,7 @@ void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* re
 
 HAK_INLINE uint32_t region_tag_index(uint32_t off, unsigned gshift)
 {
-    return (off >> gshift) | (off << ((32 - gshift) & 31));
+    return (off >> (gshift & 31)) | (off << ((32 - gshift) & 31));   /* gshift may be a slot index */
 }
 
 /* The free half: nonzero when the block at offset off of r is live.  The caller passes

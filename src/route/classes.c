@@ -3,14 +3,21 @@
 #include "classes.h"
 #include "../region/region.h"
 
-#define TINY(sz, shift)  { .size = sz, .chunks = 1, .gshift = shift, .tiny = 1, .default_route = ROUTE_TLIST }
+/* A tiny class's granule is the largest power of two dividing its size. */
+#define TINY(sz)         { .size = sz, .chunks = 1, .gshift = __builtin_ctz(sz), .tiny = 1, .default_route = ROUTE_TLIST }
+#define TINY4(k)         TINY(5 << ((k) - 2)), TINY(6 << ((k) - 2)), TINY(7 << ((k) - 2)), TINY(8 << ((k) - 2))
 /* Mid class in the doubling (2^k, 2^(k+1)]: step 2^(k-2); m = size/step (5..8). */
 #define MID(k, m, ch)    { .size = (m) << ((k) - 2), .chunks = ch, .gshift = (k) - 2, .tiny = 0, .default_route = ROUTE_MID }
 #define DOUBLING(k, ch)  MID(k, 5, ch), MID(k, 6, ch), MID(k, 7, ch), MID(k, 8, ch)
 
 struct route_class route_classes[HAK_NCLASSES] = {
-    TINY(8, 3), TINY(16, 4), TINY(32, 5), TINY(64, 6),
-    TINY(128, 7), TINY(256, 8), TINY(512, 9), TINY(1024, 10),
+    /* below 64 B the steps stay 16-byte multiples (the alignment of every block of 16 B
+     * and up): 8, 16, 32, 48, 64 */
+    TINY(8), TINY(16), TINY(32), TINY(48), TINY(64),
+    TINY4(6),           /* 80 .. 128 B */
+    TINY4(7),           /* 160 .. 256 B */
+    TINY4(8),           /* 320 .. 512 B */
+    TINY4(9),           /* 640 .. 1 KiB */
     /* mid regions hold 7..16 blocks of their largest class: small enough that a
      * region empties (and goes back to the arenas, for any class) often, large
      * enough to amortise the header */
@@ -24,11 +31,40 @@ struct route_class route_classes[HAK_NCLASSES] = {
     DOUBLING(17, 32),   /* 160 KiB .. 256 KiB in 2 MiB regions */
 };
 
+uint8_t route_slot_index[HAK_NCLASSES + 1];
+uint8_t route_slot_class[SLOT_NINDEX];
+
+/* Tiny classes get shift + 32 x (classes before them with the same shift); the mid classes
+ * and SLOT_CLASS_NONE the lowest indexes left, from 1 (a free tag of 0 would read as a
+ * granule no block starts at). */
+static void route_slot_indexes_init(void)
+{
+    uint8_t taken[SLOT_NINDEX] = { 0 };
+    unsigned next = 1;
+    for (unsigned s = 0; s < SLOT_NINDEX; s++)
+        route_slot_class[s] = HAK_NCLASSES;
+    for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
+        unsigned s;
+        if (c < HAK_NTINY) {
+            for (s = route_classes[c].gshift; taken[s]; s += 32)
+                ;
+        } else {
+            while (taken[next])
+                next++;
+            s = next;
+        }
+        taken[s] = 1;
+        route_slot_index[c] = (uint8_t)s;
+        route_slot_class[s] = (uint8_t)c;
+    }
+}
+
 /* Bytes a per-thread TLIST list may hold before it spills half back. */
 #define LIST_BYTES_MAX (128u * 1024u)
 
 void route_classes_init(void)
 {
+    route_slot_indexes_init();
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
         struct route_class *rc = &route_classes[c];
         size_t rsize = (size_t)rc->chunks << HAK_CHUNK_SHIFT;

@@ -1,5 +1,6 @@
 /* The size-class table: the one list of classes every module reads.
- * Tiny C0-C7 are powers of two (8 B .. 1 KiB); mid classes C8-C39 have four steps per doubling up to 256 KiB. */
+ * Tiny C0-C20: 8, 16, 32, then 16-byte multiples with four steps per doubling up to 1 KiB;
+ * mid classes C21-C52 keep four steps per doubling up to 256 KiB. */
 #ifndef HAK_ROUTE_CLASSES_H
 #define HAK_ROUTE_CLASSES_H
 
@@ -7,8 +8,8 @@
 #include <stdint.h>
 #include "../common/attrs.h"
 
-#define HAK_NCLASSES     40
-#define HAK_NTINY        8
+#define HAK_NCLASSES     53
+#define HAK_NTINY        21
 #define HAK_TINY_MAX     1024u
 #define HAK_MID_MAX      (256u * 1024u)
 
@@ -17,11 +18,18 @@
 #define HAK_CHUNK_SHIFT  16
 #define HAK_CHUNK_SIZE   ((size_t)1 << HAK_CHUNK_SHIFT)
 
-/* A class's slot index, cls + SLOT_BIAS, indexes the slots' control words.  For a tiny class
- * it is the tag shift (the granule is the block size, 8 << cls), so the one number the hot
- * paths hold (Phase 91's entry, Phase 93's cache) serves as both index and shift. */
-#define SLOT_BIAS 3
-#define SLOT_INDEX(cls) ((cls) + SLOT_BIAS)
+/* A class's slot index indexes the slots' control words.  For a tiny class its low five bits
+ * are the tag shift (the granule: the largest power of two dividing the block size), and
+ * the bits above tell apart the classes that share a shift (16, 48, 80 and 112 B: 4, 36,
+ * 68, 100).  32-bit shifts and rotates use only the count's low five bits, so the one
+ * number the hot paths hold (Phase 91's entry, Phase 93's cache) serves as index and
+ * shift, and TAG_LIVE(cls) = 0x80 + index is one add from it.  Every class, and the
+ * invalid class SLOT_CLASS_NONE (= HAK_NCLASSES), has its own index below SLOT_NINDEX. */
+#define SLOT_NINDEX 128
+extern uint8_t route_slot_index[HAK_NCLASSES + 1];
+extern uint8_t route_slot_class[SLOT_NINDEX];
+#define SLOT_INDEX(cls) (route_slot_index[(cls)])
+#define SLOT_CLASS(s)   (route_slot_class[(s)])
 
 enum route_kind {          /* 0 is deliberately no route: it sends the op to the cold path */
     ROUTE_NONE  = 0,
@@ -35,7 +43,7 @@ struct route_class {
     uint32_t size;         /* block size in bytes */
     uint8_t  chunks;       /* region size in 64 KiB chunks */
     uint8_t  gshift;       /* log2 of the tag granule: every block start is a multiple of it */
-    uint8_t  tiny;         /* 1 for C0-C7 */
+    uint8_t  tiny;         /* 1 for C0-C20 */
     uint8_t  default_route;
     /* derived once at start-up by route_classes_init(): */
     uint32_t blocks_off;   /* offset of block 0 from the region start */
@@ -49,15 +57,16 @@ extern struct route_class route_classes[HAK_NCLASSES];
 void route_classes_init(void);
 const char *route_name(int route);
 
-/* Size -> class by arithmetic (the pre-Phase-91 router).  Valid for 0 < n <= HAK_MID_MAX. */
+/* Size -> class by arithmetic (the pre-Phase-91 router).  Valid for 0 < n <= HAK_MID_MAX.
+ * Up to 32 B: 8, 16, 32.  (32, 64]: steps of 16.  From 64 B on: four steps per doubling. */
 HAK_INLINE unsigned route_class_of(size_t n)
 {
-    if (n <= 8)
-        return 0;
-    unsigned k = 63u - (unsigned)__builtin_clzl(n - 1);      /* floor(log2(n-1)), >= 3 */
-    if (k < 10)
-        return k - 2;
-    return HAK_NTINY + (k - 10) * 4 + (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 2));
+    if (n <= 16)
+        return n > 8;
+    if (n <= 64)
+        return n <= 32 ? 2 : 3 + (unsigned)((n - 33) >> 4);
+    unsigned k = 63u - (unsigned)__builtin_clzl(n - 1);      /* floor(log2(n-1)), >= 6 */
+    return 5 + (k - 6) * 4 + (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 2));
 }
 
 HAK_INLINE size_t route_class_size(unsigned cls)

@@ -18,7 +18,7 @@ HAK_INLINE unsigned route_lookup_tiny(const struct policy_snapshot *s, size_t n,
 #if HAK_PHASE91
     if (likely(s->phase91)) {
         unsigned e = __atomic_load_n(&s->table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
-        *cls = (e & 0xFF) - SLOT_BIAS;
+        *cls = SLOT_CLASS(e & 0xFF);
         return e >> 8;
     }
 #endif

@@ -43,7 +43,7 @@ struct heap_obs {
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */
 struct rcache_info {
-    uint8_t gshift, live_tag, pad[6];    /* gshift: also the class's slot index (tiny) */
+    uint8_t sidx, live_tag, pad[6];      /* the class's slot index (its low bits: the shift) */
 };
 
 /* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
@@ -56,9 +56,9 @@ struct heap {
      * pop that reads NULL is a miss without a count compare.  A push needs top < lim;
      * lim is NULL where the route is not SLOTS, and a publisher stores NULL there
      * (relaxed atomic) to send the owner's next free to the cold path. */
-    void   **slot_top[SLOT_BIAS + HAK_NCLASSES + 1];  /* first: small displacements */
+    void   **slot_top[SLOT_NINDEX];     /* first: small displacements */
     struct policy_snapshot snap;     /* read on every malloc and free */
-    void   **slot_lim[SLOT_BIAS + HAK_NCLASSES + 1];  /* apart from the tops: both scale by 8 */
+    void   **slot_lim[SLOT_NINDEX];     /* apart from the tops: both scale by 8 */
     void    *slot_none;              /* the sentinel every non-slots class's top points at */
     void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX + 1];
     struct list_bin lists[HAK_NCLASSES];

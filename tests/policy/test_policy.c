@@ -71,9 +71,9 @@ START_TEST(test_defaults)
     struct policy p;
     policy_defaults(&p);
     ck_assert_uint_eq(p.slots_cap, 64);
-    ck_assert_uint_eq(p.slots_mask, 0xF0);
+    ck_assert_uint_eq(p.slots_mask, 0x1FFFE0);        /* C5-C20: 65 B .. 1 KiB */
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        ck_assert_uint_eq(p.route[c], c < 4 ? ROUTE_TLIST : c < 8 ? ROUTE_SLOTS : ROUTE_MID);
+        ck_assert_uint_eq(p.route[c], c < 5 ? ROUTE_TLIST : c < HAK_NTINY ? ROUTE_SLOTS : ROUTE_MID);
     ck_assert_uint_eq(p.phase91, HAK_PHASE91);
     ck_assert_uint_eq(p.purge_cap, 32u << 20);
 }
@@ -89,6 +89,14 @@ START_TEST(test_good_file)
     ck_assert_uint_eq(p.phase91, 0);
     ck_assert_uint_eq(p.slots_cap, 17);
     ck_assert_uint_eq(p.slots_mask, (1u << 2) | (1u << 5) | (1u << 7) | (1u << 6));
+    char buf[128];                                    /* printed as read: runs as ranges */
+    policy_format(&p, PK_SLOTS_CLASSES, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "C2,C5-C7");
+    struct policy q;
+    ck_assert_int_eq(load_text("[slots]\nclasses = C20, c0,C9-C11, C13\n", &q, &l), 0);
+    ck_assert_uint_eq(q.slots_mask, (1u << 20) | 1u | (7u << 9) | (1u << 13));
+    policy_format(&q, PK_SLOTS_CLASSES, 0, buf, sizeof buf);
+    ck_assert_str_eq(buf, "C0,C9-C11,C13,C20");
     ck_assert_uint_eq(p.route[2], ROUTE_SLOTS);
     ck_assert_uint_eq(p.route[6], ROUTE_TLIST);       /* [route] beats [slots] */
     ck_assert_uint_eq(p.route[4], ROUTE_TLIST);
@@ -190,11 +198,14 @@ START_TEST(test_out_of_range)
     ck_assert_ptr_nonnull(strstr(l.text[0], "capacity = 0: expected a whole number from 1 to 128"));
     ck_assert_int_eq(load_text("[slots]\ncapacity = 1000000000\n", &p, &l), 1);
     ck_assert_ptr_nonnull(strstr(l.text[0], "capacity = 1000000000: expected a whole number from 1 to 128"));
-    ck_assert_int_eq(load_text("[slots]\nclasses = C4-C9\n", &p, &l), 1);
-    ck_assert_ptr_nonnull(strstr(l.text[0], "classes = C4-C9: expected tiny classes C0-C7"));
+    ck_assert_int_eq(load_text("[slots]\nclasses = C4-C21\n", &p, &l), 1);
+    ck_assert_ptr_nonnull(strstr(l.text[0], "classes = C4-C21: expected tiny classes C0-C20"));
+    ck_assert_int_eq(load_text("[slots]\nclasses = C05\n", &p, &l), 1);     /* no leading zeros */
+    ck_assert_int_eq(load_text("[slots]\nclasses = C123\n", &p, &l), 1);
+    ck_assert_int_eq(load_text("[slots]\nclasses = C9-C3\n", &p, &l), 1);
     ck_assert_int_eq(load_text("[route]\nC99 = tlist\n", &p, &l), 1);
     ck_assert_ptr_nonnull(strstr(l.text[0], "unknown key C99 in [route]"));
-    ck_assert_int_eq(load_text("[route]\nC12 = slots\nC3 = mid\n", &p, &l), 2);
+    ck_assert_int_eq(load_text("[route]\nC22 = slots\nC3 = mid\n", &p, &l), 2);
     ck_assert_ptr_nonnull(strstr(l.text[0], "expected mid"));
     ck_assert_ptr_nonnull(strstr(l.text[1], "expected slots or tlist"));
     assert_defaults(&p);
@@ -367,7 +378,7 @@ static void *worker(void *arg)
     int id = (int)(intptr_t)arg;
     unsigned long ops = 0;
     while (!atomic_load(&stop)) {
-        char *p = hak_malloc(200 + (ops % 5) * 10);     /* C5 */
+        char *p = hak_malloc(200 + (ops % 5) * 10);     /* C11 and C12 */
         ck_assert_ptr_nonnull(p);
         p[0] = (char)id;
         hak_free(p);

@@ -108,6 +108,23 @@ START_TEST(test_double_free_refused)
 }
 END_TEST
 
+/* A class whose size is not a power of two has block starts every few granules: a
+ * granule inside a block (48 B blocks: offsets 16 and 32 of every block) is refused. */
+START_TEST(test_interior_granules_refused)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        size_t n = route_classes[c].size, g = (size_t)1 << route_classes[c].gshift;
+        char *p = hak_malloc(n);
+        for (size_t off = g; off < n && off <= 4 * g; off += g)
+            ck_assert_msg(strstr(free_reported(p + off), "not the start") != NULL,
+                          "class C%u: free of block + %zu not refused", c, off);
+        uint8_t *t;                      /* the block itself is still live */
+        ck_assert(region_tag_check_live(region_of_block(p), (uintptr_t)p, &t));
+        hak_free(p);
+    }
+}
+END_TEST
+
 START_TEST(test_interior_pointers_refused)
 {
     char *p = hak_malloc(256);
@@ -262,6 +279,7 @@ int main(void)
     tcase_add_test(tc, test_foreign_pointers_refused);
     tcase_add_test(tc, test_double_free_refused);
     tcase_add_test(tc, test_interior_pointers_refused);
+    tcase_add_test(tc, test_interior_granules_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);
     tcase_add_test(tc, test_abort_setting);
     tcase_add_test(tc, test_empty_current_regions_released);

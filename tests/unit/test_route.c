@@ -13,10 +13,29 @@ static void setup(void)
 
 START_TEST(test_class_table_shape)
 {
+    /* 8, 16, 32, then steps of 16 to 64 and four steps per doubling to 1 KiB */
+    static const unsigned tiny[HAK_NTINY] = { 8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224,
+                                              256, 320, 384, 448, 512, 640, 768, 896, 1024 };
     for (unsigned c = 0; c < HAK_NTINY; c++) {
-        ck_assert_uint_eq(route_classes[c].size, 8u << c);
-        /* the hot paths use a tiny class's slot index as its tag shift (Phase 91, 93) */
-        ck_assert_uint_eq(route_classes[c].gshift, SLOT_INDEX(c));
+        ck_assert_uint_eq(route_classes[c].size, tiny[c]);
+        /* the granule: the largest power of two dividing the size */
+        ck_assert_uint_eq(1u << route_classes[c].gshift, tiny[c] & (0u - tiny[c]));
+        /* the hot paths use a tiny class's slot index as its tag shift (Phase 91, 93):
+         * 32-bit shifts read its low five bits */
+        ck_assert_uint_eq(SLOT_INDEX(c) & 31, route_classes[c].gshift);
+    }
+    /* every class and the invalid class its own slot index, and the way back */
+    for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
+        ck_assert_uint_lt(SLOT_INDEX(c), SLOT_NINDEX);
+        ck_assert_uint_ne(SLOT_INDEX(c), 0);            /* a free tag of 0 would read as no block */
+        ck_assert_uint_eq(SLOT_CLASS(SLOT_INDEX(c)), c);
+        for (unsigned d = 0; d < c; d++)
+            ck_assert_uint_ne(SLOT_INDEX(c), SLOT_INDEX(d));
+    }
+    /* the tags: live 0x80 + index, free the index; never 0, unique per class */
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        ck_assert_uint_eq(TAG_LIVE(c) ^ TAG_FREE(c), TAG_LIVE_FREE);
+        ck_assert_uint_ne(TAG_FREE(c), 0);
     }
     for (unsigned c = 1; c < HAK_NCLASSES; c++)
         ck_assert_uint_gt(route_classes[c].size, route_classes[c - 1].size);
@@ -55,7 +74,8 @@ static void check_default_routes(const struct policy_snapshot *s)
         unsigned cls;
         unsigned r = route_lookup(s, n, &cls);
         unsigned want_cls = n > HAK_MID_MAX ? HAK_NCLASSES : route_class_of(n);
-        unsigned want = n > HAK_MID_MAX ? ROUTE_LARGE : cls < 4 ? ROUTE_TLIST : cls < 8 ? ROUTE_SLOTS : ROUTE_MID;
+        /* default [slots] classes C5-C20: every size from 65 B to 1 KiB */
+        unsigned want = n > HAK_MID_MAX ? ROUTE_LARGE : n <= 64 ? ROUTE_TLIST : n <= HAK_TINY_MAX ? ROUTE_SLOTS : ROUTE_MID;
         if (cls != want_cls || r != want)
             ck_abort_msg("size %zu: class %u route %u, expected class %u route %u", n, cls, r, want_cls, want);
     }

@@ -228,10 +228,13 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     return 0;
 }
 
-HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks)
+HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int huge)
 {
-    void *m = os_map_aligned((size_t)ARENA_CHUNKS << HAK_CHUNK_SHIFT, HAK_CHUNK_SIZE);
+    size_t len = (size_t)ARENA_CHUNKS << HAK_CHUNK_SHIFT;
+    void *m = os_map_aligned(len, huge ? OS_HUGE_PAGE : HAK_CHUNK_SIZE);
     if (m != NULL) {
+        if (huge)
+            os_advise_huge(m, len);
         *nchunks = ARENA_CHUNKS;
         return (uintptr_t)m;
     }

@@ -28,8 +28,9 @@ int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);
 int  arena_chunk_free(uintptr_t a);
 
 /* Maps one more arena able to hold `chunks`; 0 when the OS refuses.  Call without the
- * lock, then arena_add() with it. */
-uintptr_t arena_map(unsigned chunks, unsigned *nchunks);
+ * lock, then arena_add() with it.  `huge` (Phase 94): on 2 MiB boundaries, advised for
+ * transparent huge pages. */
+uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int huge);
 int       arena_add(uintptr_t base, unsigned nchunks);   /* 0: table full (caller unmaps) */
 
 #endif

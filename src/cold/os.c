@@ -88,6 +88,17 @@ HAK_COLD void os_purge(void *p, size_t size)
     errno = e;
 }
 
+HAK_COLD void os_advise_huge(void *p, size_t size)
+{
+    int e = errno;
+#ifdef MADV_HUGEPAGE
+    madvise(p, size, MADV_HUGEPAGE);
+#else
+    (void)p, (void)size;
+#endif
+    errno = e;
+}
+
 HAK_COLD void *os_remap(void *p, size_t old_size, size_t new_size)
 {
     if (os_injected_failure()) {

@@ -7,11 +7,13 @@
 #include <stdint.h>
 
 #define OS_PAGE 4096u
+#define OS_HUGE_PAGE ((size_t)2 << 20)  /* x86-64's transparent huge page */
 
 void *os_map(size_t size);                       /* zeroed, page-aligned, NULL on failure */
 void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PAGE */
 void  os_unmap(void *p, size_t size);
 void  os_purge(void *p, size_t size);            /* give the pages back; they read as zero after */
+void  os_advise_huge(void *p, size_t size);      /* MADV_HUGEPAGE; a kernel without THP ignores it */
 void *os_remap(void *p, size_t old_size, size_t new_size);
 /* Moves the pages of [src, src+size) over [dst, dst+size) (whose old pages are dropped),
  * without copying; src is left unmapped.  0 on failure (e.g. src crosses two kernel

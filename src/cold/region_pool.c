@@ -47,7 +47,7 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean)
         if (r)
             return r;
         unsigned n;
-        uintptr_t m = arena_map(chunks, &n);
+        uintptr_t m = arena_map(chunks, &n, HAK_PHASE94 && policy_now()->phase94);
         if (m == 0)
             return 0;
         pthread_mutex_lock(&pool_mutex);

@@ -3,8 +3,14 @@
 #include <check.h>
 #include "check_run.h"
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include "hakmem.h"
 #include "cold/arena.h"
+#include "cold/cold.h"
+#include "cold/os.h"
 #include "route/classes.h"
 
 #define NEVER_PURGE ((size_t)1 << 40)
@@ -14,7 +20,7 @@ static uintptr_t take(unsigned chunks, int *clean)
     uintptr_t a = arena_take(chunks, clean);
     if (a == 0) {                   /* no room yet: map an arena, as region_pool.c does */
         unsigned n;
-        uintptr_t m = arena_map(chunks, &n);
+        uintptr_t m = arena_map(chunks, &n, 0);
         ck_assert(m != 0 && arena_add(m, n));
         a = arena_take(chunks, clean);
     }
@@ -137,15 +143,76 @@ START_TEST(test_extend_and_free_chunks)
 }
 END_TEST
 
+/* The VmFlags of the mapping holding a, from /proc/self/smaps: 1 if advised for huge
+ * pages ("hg"), 0 if not, -1 if a is in no mapping. */
+static int mapping_has_hg(uintptr_t a)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    int in = 0, hg = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = a >= lo && a < hi;
+        } else if (in && !strncmp(line, "VmFlags:", 8)) {
+            hg = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return hg;
+}
+
+/* A kernel without transparent huge pages refuses the advice; nothing to see then. */
+static int thp_kernel(void)
+{
+    return access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0;
+}
+
+START_TEST(test_huge_arena_mapping)
+{
+    unsigned n;
+    uintptr_t h = arena_map(1, &n, 1), p = arena_map(1, &n, 0);
+    ck_assert(h != 0 && p != 0);
+    ck_assert_uint_eq(h & (OS_HUGE_PAGE - 1), 0);       /* huge pages need 2 MiB boundaries */
+    ck_assert_uint_eq(p & (HAK_CHUNK_SIZE - 1), 0);
+    if (thp_kernel())
+        ck_assert_int_eq(mapping_has_hg(h), 1);
+    ck_assert_int_eq(mapping_has_hg(p), 0);
+    os_unmap((void *)h, (size_t)n << HAK_CHUNK_SHIFT);
+    os_unmap((void *)p, (size_t)n << HAK_CHUNK_SHIFT);
+}
+END_TEST
+
+/* [phases] phase94 (HAKMEM_PHASE94, set by the unit-arena-phase94 run) reaches the
+ * arenas that blocks come from; off by default. */
+START_TEST(test_phase94_policy)
+{
+    char v[16], src[128];
+    ck_assert_int_eq(hak_policy_get("phases.phase94", v, sizeof v, src, sizeof src), 0);
+    int on = !strcmp(v, "on");
+    char *b = hak_malloc(100);
+    ck_assert_ptr_nonnull(b);
+    if (on && thp_kernel())
+        ck_assert_int_eq(mapping_has_hg((uintptr_t)b), 1);
+    if (!on)
+        ck_assert_int_eq(mapping_has_hg((uintptr_t)b), 0);
+    hak_free(b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("arena");
     TCase *tc = tcase_create("arena");
+    tcase_add_test(tc, test_phase94_policy);      /* first: before any test maps an arena itself */
     tcase_add_test(tc, test_runs_coalesce);
     tcase_add_test(tc, test_resident_first_then_purged);
     tcase_add_test(tc, test_delayed_purge);
     tcase_add_test(tc, test_extend_and_free_chunks);
     tcase_add_test(tc, test_wait_follows_use);
+    tcase_add_test(tc, test_huge_arena_mapping);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

@@ -100,7 +100,6 @@ static int parse_uint(const char *v, uint64_t *out, int with_suffix)
     return 1;
 }
 
-/* "C5-C20", "C0,C5", "none" -> bit mask of tiny classes. */
 /* "Cn": n a tiny class number without leading zeros; the end of it in *end. */
 static int parse_class_name(const char *s, unsigned *cls, const char **end)
 {
@@ -117,6 +116,7 @@ static int parse_class_name(const char *s, unsigned *cls, const char **end)
     return 1;
 }
 
+/* "C5-C20", "C0,C5", "none" -> bit mask of tiny classes. */
 static int parse_classes(const char *v, uint32_t *mask)
 {
     if (!strcasecmp(v, "none")) {

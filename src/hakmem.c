@@ -21,7 +21,7 @@ HAK_NOINLINE void *api_malloc_tiny_miss(struct heap *h, size_t n)
             l->head = region_link_load(r, p, 0);
             l->count--;
             OBS_INC(h, allocs, cls);
-            return hot_tag_live(h, r, p, cls);
+            return hot_tag_live(h, r, p);
         }
     }
     return cold_malloc(h, n);
@@ -45,7 +45,7 @@ HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
             return cold_malloc(h, n);
         r->used++;
         OBS_INC(h, allocs, cls);
-        return hot_tag_live(h, r, p, cls);
+        return hot_tag_live(h, r, p);
     }
     return cold_malloc(h, n);
 }

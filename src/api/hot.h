@@ -17,7 +17,7 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned s)
 {
 #if HAK_PHASE90
     if (unlikely(!h->snap.phase90))
-        return region_tag_set_live_call(region_of_tiny(p), p, SLOT_CLASS(s));
+        return region_tag_set_live_call(region_of_tiny(p), p);
 #else
     (void)h;
 #endif
@@ -28,15 +28,15 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned s)
 
 /* Phase 90 compiled in: the tag write is forced inline, or with the phase off at run
  * time an out-of-line call (the A/B pair).  Compiled out: the compiler decides. */
-HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p, unsigned cls)
+HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p)
 {
 #if HAK_PHASE90
     if (unlikely(!h->snap.phase90))
-        return region_tag_set_live_call(r, p, cls);
+        return region_tag_set_live_call(r, p);
 #else
     (void)h;
 #endif
-    region_tag_set_live(r, p, cls);
+    region_tag_set_live(r, p);
     return p;
 }
 

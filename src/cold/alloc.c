@@ -266,7 +266,7 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
             p = buf[0];
         }
     }
-    region_tag_set_live(region_of_block(p), p, cls);
+    region_tag_set_live(region_of_block(p), p);
     return p;
 oom:
     errno = ENOMEM;

@@ -64,14 +64,13 @@ HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned s)
 
 /* The allocation half of the tag protocol.  Phase 90 forces it inline; with the phase
  * off at run time the same write goes through an out-of-line call (region_tag_set_live_call). */
-HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p, unsigned cls)
+HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p)
 {
-    (void)cls;                           /* r->live_tag is TAG_LIVE(cls), on the line just read */
-    *region_tag(r, (uintptr_t)p) = r->live_tag;
+    *region_tag(r, (uintptr_t)p) = r->live_tag;     /* TAG_LIVE(r->cls), on the line region_tag read */
     HAK_UNPOISON(p, r->bsize);
 }
 
-void *region_tag_set_live_call(struct region *r, void *p, unsigned cls);   /* returns p */
+void *region_tag_set_live_call(struct region *r, void *p);   /* returns p */
 
 /* Rotating a block offset right by gshift gives its tag index: below 2^16 for a granule
  * start (a region has at most 2^16 granules), and for any other offset a number with the

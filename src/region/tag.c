@@ -4,9 +4,9 @@
 #include "map.h"
 #include "../cold/cold.h"
 
-HAK_NOINLINE void *region_tag_set_live_call(struct region *r, void *p, unsigned cls)
+HAK_NOINLINE void *region_tag_set_live_call(struct region *r, void *p)
 {
-    region_tag_set_live(r, p, cls);
+    region_tag_set_live(r, p);
     return p;
 }
 
@@ -28,7 +28,7 @@ HAK_COLD void *region_link_check(struct region *r, void *blk, void *next)
         struct region *nr = region_from_map(a, b);
         uintptr_t off = a - (uintptr_t)nr;
         if (nr->cls == r->cls && off >= nr->blocks_off && !(off & nr->gmask)
-            && *region_tag(nr, a) != TAG_LIVE(nr->cls))     /* free, or carved and never used */
+            && *region_tag(nr, a) != nr->live_tag)          /* free, or carved and never used */
             return next;
     }
     return region_link_bad(r, blk, next);

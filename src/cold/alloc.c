@@ -139,12 +139,10 @@ static void heap_list_remove(struct heap *h, struct region *r)
 
 /* A block goes back into its (own) region; an empty region that is not the
  * current one leaves the heap for the pool. */
-static void region_put(struct heap *h, void *p)
+static inline void region_put_in(struct heap *h, struct region *r, void *p)
 {
-    struct region *r = region_of_block(p);
     region_link_store(r, p, r->free);
     r->free = p;
-    h->regions[r->cls].scan = 1;
     if (--r->used == 0) {
         if (r != h->regions[r->cls].cur) {
             heap_list_remove(h, r);
@@ -153,6 +151,22 @@ static void region_put(struct heap *h, void *p)
             h->empty_cur |= (uint64_t)1 << r->cls;
         }
     }
+}
+
+static void region_put(struct heap *h, void *p)
+{
+    struct region *r = region_of_block(p);
+    h->regions[r->cls].scan = 1;
+    region_put_in(h, r, p);
+}
+
+/* The older half of a full slot cache goes back to its regions: tiny blocks, all of
+ * class cls, so each region is found by masking and the class's scan flag is set once. */
+static void slots_spill(struct heap *h, unsigned cls, void *const *items, unsigned n)
+{
+    h->regions[cls].scan = 1;
+    for (unsigned i = 0; i < n; i++)
+        region_put_in(h, region_of_tiny(items[i]), items[i]);
 }
 
 /* Before the heap takes a new region: the empty current regions of other mid classes go
@@ -310,8 +324,7 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             OBS_INC(h, overflows, cls);
             cold_obs_sync(h);
             unsigned half = count / 2 ? count / 2 : count;
-            for (unsigned i = 0; i < half; i++)     /* the oldest go back */
-                region_put(h, items[i]);
+            slots_spill(h, cls, items, half);       /* the oldest go back */
             memmove(items, items + half, (count - half) * sizeof(void *));
             count -= half;
         }
@@ -330,10 +343,12 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             OBS_INC(h, overflows, cls);
             cold_obs_sync(h);
             unsigned half = l->count / 2 ? l->count / 2 : l->count;
-            for (unsigned i = 0; i < half; i++) {
+            h->regions[cls].scan = 1;
+            for (unsigned i = 0; i < half; i++) {   /* tiny blocks: regions by masking */
                 void *q = l->head;
-                l->head = region_link_load(region_of_block(q), q, 0);
-                region_put(h, q);
+                struct region *qr = region_of_tiny(q);
+                l->head = region_link_load(qr, q, 0);
+                region_put_in(h, qr, q);
             }
             l->count -= half;
         }

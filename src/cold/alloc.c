@@ -259,8 +259,8 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
         }
     } else {
         struct list_bin *l = &h->lists[cls];
-        if (l->head) {
-            struct region *r = region_of_block(l->head);
+        if (l->head) {                      /* lists hold tiny blocks only: regions by masking */
+            struct region *r = region_of_tiny(l->head);
             p = l->head;
             l->head = region_link_load(r, p, 0);
             l->count--;
@@ -271,8 +271,8 @@ HAK_COLD void *cold_alloc_class(struct heap *h, unsigned cls)
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
                 goto oom;
-            for (unsigned i = n - 1; i >= 1; i--) {
-                struct region *r = region_of_block(buf[i]);
+            for (unsigned i = n - 1; i >= 1; i--) {     /* n > 1: a tiny class */
+                struct region *r = region_of_tiny(buf[i]);
                 region_link_store(r, buf[i], l->head);
                 l->head = buf[i];
             }

@@ -335,11 +335,7 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
         }
     } else {
         struct list_bin *l = &h->lists[cls];
-        if (l->max == 0) {              /* mid classes: no thread cache, straight back */
-            region_put(h, p);
-            return;
-        }
-        if (l->count >= l->max) {
+        if (l->max && l->count >= l->max) {   /* mid classes (max 0) go straight back */
             OBS_INC(h, overflows, cls);
             cold_obs_sync(h);
             unsigned half = l->count / 2 ? l->count / 2 : l->count;
@@ -359,7 +355,8 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             return;
         }
     }
-    region_put(h, p);
+    h->regions[cls].scan = 1;
+    region_put_in(h, r, p);
 }
 
 /* The hot free's cache was full, or its route was ROUTE_NONE (a new policy). */

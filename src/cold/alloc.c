@@ -153,6 +153,7 @@ static inline void region_put_in(struct heap *h, struct region *r, void *p)
     }
 }
 
+/* Any block of h's, its region found through the map, and its class marked for a scan. */
 static void region_put(struct heap *h, void *p)
 {
     struct region *r = region_of_block(p);

@@ -371,9 +371,7 @@ HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p,
 {
     uintptr_t off = p - (uintptr_t)r;
     int cls = r->cls;
-    if (cls == (int)REGION_CLS_NONE)
-        cold_misuse(call, (void *)p, "invalid pointer (not allocated)", -1);
-    else if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
+    if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
         cold_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
     else if (tag == TAG_FREE(cls))
         cold_misuse(call, (void *)p, strcmp(call, "free") ? "use after free (block already freed)" : "double free", cls);

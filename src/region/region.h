@@ -12,7 +12,6 @@
 
 struct heap;
 
-#define REGION_CLS_NONE 63u          /* header of a region in the free pool: no tag ever matches */
 /* A class's tags follow from its slot index s (below 128): live 0x80 + s, free s.  Never
  * 0, the tag of a granule no block starts at; unique per class, so a block start of one
  * class's layout never passes for another's. */

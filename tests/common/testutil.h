@@ -1,5 +1,5 @@
 /* Helpers shared by the Check suites: capturing what hakmem reports on stderr,
- * and reading the process's resident set size. */
+ * loading a policy from text, and reading the process's resident set size. */
 #ifndef HAK_TESTUTIL_H
 #define HAK_TESTUTIL_H
 
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "hakmem.h"
 
 /* Redirects fd 2 into a temporary file until stderr_capture_end(). */
 struct capture {
@@ -38,6 +39,22 @@ static inline size_t stderr_capture_end(struct capture *c, char *buf, size_t cap
         n = 0;
     buf[n] = 0;
     return (size_t)n;
+}
+
+/* Loads a policy file holding `text` (hak_policy_load's result): the policy changes at
+ * each thread's next malloc or free.  "" goes back to the defaults. */
+static inline int policy_load_text(const char *text)
+{
+    char path[] = "/tmp/hak-policy-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    size_t n = strlen(text);
+    int ok = write(fd, text, n) == (ssize_t)n;
+    close(fd);
+    int r = ok ? hak_policy_load(path) : -1;
+    unlink(path);
+    return r;
 }
 
 /* Resident set size in bytes, from /proc/self/statm. */

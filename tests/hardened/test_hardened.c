@@ -56,7 +56,8 @@ END_TEST
 
 START_TEST(test_corrupt_link_caught)
 {
-    /* C2 (32 B) uses a per-thread list: the freed block's first word is its link */
+    /* C2 (32 B) on the per-thread list: the freed block's first word is its link */
+    ck_assert_int_eq(policy_load_text("[route]\nC2 = tlist\n"), 0);
     void *a = hak_malloc(8), *b = hak_malloc(8);
     hak_free(a);
     hak_free(b);                                  /* list: b -> a */
@@ -71,6 +72,7 @@ START_TEST(test_corrupt_link_caught)
     ck_assert_ptr_ne(y, target);
     ck_assert_ptr_ne(y, a);                       /* the list was cut, not followed */
     ck_assert_ptr_nonnull(strstr(report, "free-list link overwritten"));
+    ck_assert_int_eq(policy_load_text(""), 0);
 }
 END_TEST
 

@@ -55,6 +55,7 @@ END_TEST
 START_TEST(test_list_and_mid_counts)
 {
     unsigned tiny = route_class_of(40), mid = route_class_of(3000);
+    ck_assert_int_eq(policy_load_text("[route]\nC3 = tlist\n"), 0);   /* slots by default */
     snap(&before);
     void *p[300];
     for (int i = 0; i < 300; i++)
@@ -67,6 +68,7 @@ START_TEST(test_list_and_mid_counts)
     ck_assert_uint_eq(DELTA(allocs, mid), 150);
     ck_assert_uint_eq(DELTA(frees, mid), 150);
     ck_assert_uint_eq(DELTA(slot_hits, tiny), 0);      /* a list class, not slots */
+    ck_assert_int_eq(policy_load_text(""), 0);
 }
 END_TEST
 

@@ -71,9 +71,9 @@ START_TEST(test_defaults)
     struct policy p;
     policy_defaults(&p);
     ck_assert_uint_eq(p.slots_cap, 64);
-    ck_assert_uint_eq(p.slots_mask, 0x1FFFE0);        /* C5-C20: 65 B .. 1 KiB */
+    ck_assert_uint_eq(p.slots_mask, 0x1FFFFF);        /* C0-C20: every tiny class */
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        ck_assert_uint_eq(p.route[c], c < 5 ? ROUTE_TLIST : c < HAK_NTINY ? ROUTE_SLOTS : ROUTE_MID);
+        ck_assert_uint_eq(p.route[c], c < HAK_NTINY ? ROUTE_SLOTS : ROUTE_MID);
     ck_assert_uint_eq(p.phase91, HAK_PHASE91);
     ck_assert_uint_eq(p.purge_cap, 32u << 20);
 }

@@ -74,8 +74,8 @@ static void check_default_routes(const struct policy_snapshot *s)
         unsigned cls;
         unsigned r = route_lookup(s, n, &cls);
         unsigned want_cls = n > HAK_MID_MAX ? HAK_NCLASSES : route_class_of(n);
-        /* default [slots] classes C5-C20: every size from 65 B to 1 KiB */
-        unsigned want = n > HAK_MID_MAX ? ROUTE_LARGE : n <= 64 ? ROUTE_TLIST : n <= HAK_TINY_MAX ? ROUTE_SLOTS : ROUTE_MID;
+        /* default [slots] classes C0-C20: every size up to 1 KiB */
+        unsigned want = n > HAK_MID_MAX ? ROUTE_LARGE : n <= HAK_TINY_MAX ? ROUTE_SLOTS : ROUTE_MID;
         if (cls != want_cls || r != want)
             ck_abort_msg("size %zu: class %u route %u, expected class %u route %u", n, cls, r, want_cls, want);
     }

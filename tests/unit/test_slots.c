@@ -4,6 +4,7 @@
 #include "check_run.h"
 #include <stdlib.h>
 #include "hakmem.h"
+#include "testutil.h"
 #include "cold/cold.h"
 #include "route/route.h"
 
@@ -21,7 +22,6 @@ START_TEST(test_slots_lifo)
     unsigned c = route_class_of(200);
     ck_assert_uint_eq(h->snap.route[c], ROUTE_SLOTS);
     ck_assert_uint_eq(slots_cap(h, c), 64);
-    ck_assert_uint_eq(slots_cap(h, route_class_of(24)), 0);     /* not a slots class */
     uint32_t before = slots_count(h, c);
     hak_free(a);
     ck_assert_uint_eq(slots_count(h, c), before + 1);
@@ -81,9 +81,11 @@ END_TEST
 
 START_TEST(test_list_route_bounded)
 {
+    ck_assert_int_eq(policy_load_text("[route]\nC2 = tlist\n"), 0);   /* slots by default */
     struct heap *h = heap_now();
-    unsigned c = route_class_of(24);     /* C2: per-thread list by default */
+    unsigned c = route_class_of(24);     /* C2 */
     ck_assert_uint_eq(h->snap.route[c], ROUTE_TLIST);
+    ck_assert_uint_eq(slots_cap(h, c), 0);
     struct list_bin *l = &h->lists[c];
     unsigned n = 3 * l->max;
     void **blk = calloc(n, sizeof *blk);
@@ -101,6 +103,7 @@ START_TEST(test_list_route_bounded)
     ck_assert_ptr_eq(p, blk[n - 1]);
     hak_free(p);
     free(blk);
+    ck_assert_int_eq(policy_load_text(""), 0);   /* back to the defaults */
 }
 END_TEST
 

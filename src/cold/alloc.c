@@ -137,19 +137,15 @@ static void heap_list_remove(struct heap *h, struct region *r)
     cr->n--;
 }
 
-/* A block goes back into its (own) region; an empty region that is not the
- * current one leaves the heap for the pool. */
-static inline void region_put_in(struct heap *h, struct region *r, void *p)
+/* r's last block came back: a region that is not the current one leaves the heap for
+ * the pool; an emptied current mid region is noted (heap_release_empty_curs). */
+HAK_COLD void cold_region_emptied(struct heap *h, struct region *r)
 {
-    region_link_store(r, p, r->free);
-    r->free = p;
-    if (--r->used == 0) {
-        if (r != h->regions[r->cls].cur) {
-            heap_list_remove(h, r);
-            region_pool_release(r);
-        } else if (r->cls >= HAK_NTINY) {
-            h->empty_cur |= (uint64_t)1 << r->cls;
-        }
+    if (r != h->regions[r->cls].cur) {
+        heap_list_remove(h, r);
+        region_pool_release(r);
+    } else if (r->cls >= HAK_NTINY) {
+        h->empty_cur |= (uint64_t)1 << r->cls;
     }
 }
 
@@ -159,15 +155,6 @@ static void region_put(struct heap *h, void *p)
     struct region *r = region_of_block(p);
     h->regions[r->cls].scan = 1;
     region_put_in(h, r, p);
-}
-
-/* The older half of a full slot cache goes back to its regions: tiny blocks, all of
- * class cls, so each region is found by masking and the class's scan flag is set once. */
-static void slots_spill(struct heap *h, unsigned cls, void *const *items, unsigned n)
-{
-    h->regions[cls].scan = 1;
-    for (unsigned i = 0; i < n; i++)
-        region_put_in(h, region_of_tiny(items[i]), items[i]);
 }
 
 /* Before the heap takes a new region: the empty current regions of other mid classes go
@@ -309,31 +296,25 @@ HAK_COLD void *cold_malloc(struct heap *h, size_t n)
     } else {
         heap_check_epoch(h);
     }
+    cold_obs_sync(h);               /* OBSERVE: every cold entry samples the live bytes */
     if (n > HAK_MID_MAX)
         return large_alloc(n, 0, 0);
     return cold_alloc_class(h, route_class_of(n));
 }
 
-/* Pushes a freed block of h's own onto h's cache for its class, spilling half when full. */
+/* Pushes a freed block of h's own onto h's cache for its class.  A full slot cache
+ * sends the block straight back to its region, as the hot free does; a full list spills
+ * its older half. */
 static void heap_cache_push(struct heap *h, void *p, struct region *r)
 {
     unsigned cls = r->cls;
     if (h->snap.route[cls] == ROUTE_SLOTS && cls < HAK_NTINY) {
-        unsigned cap = slots_cap(h, cls), count = slots_count(h, cls);
-        void **items = h->slot_items[cls] + 1;       /* past the sentinel */
-        if (count >= cap) {
-            OBS_INC(h, overflows, cls);
-            cold_obs_sync(h);
-            unsigned half = count / 2 ? count / 2 : count;
-            slots_spill(h, cls, items, half);       /* the oldest go back */
-            memmove(items, items + half, (count - half) * sizeof(void *));
-            count -= half;
-        }
-        h->slot_top[SLOT_INDEX(cls)] = items + count - 1;
-        if (count < cap) {
+        if (slots_count(h, cls) < slots_cap(h, cls)) {   /* a refresh left count <= cap */
             *++h->slot_top[SLOT_INDEX(cls)] = p;
             return;
         }
+        OBS_INC(h, overflows, cls);
+        cold_obs_sync(h);
     } else {
         struct list_bin *l = &h->lists[cls];
         if (l->max && l->count >= l->max) {   /* mid classes (max 0) go straight back */

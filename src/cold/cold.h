@@ -22,6 +22,17 @@ void  cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char 
 void  cold_free_region(void *p, struct heap *h, struct region *r);
 void  cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t tag);
 void  cold_free_spill(void *p, struct heap *h, struct region *r);
+void  cold_region_emptied(struct heap *h, struct region *r);
+
+/* A block of h's own region r goes back onto r's free list (the caller marks its class
+ * for a refill scan).  Inline: the hot free takes it when the slots are full. */
+HAK_INLINE void region_put_in(struct heap *h, struct region *r, void *p)
+{
+    region_link_store(r, p, r->free);
+    r->free = p;
+    if (unlikely(--r->used == 0))
+        cold_region_emptied(h, r);
+}
 void  cold_heap_flush(struct heap *h);
 void  cold_heap_refresh(struct heap *h);
 void  cold_heap_release_regions(struct heap *h);   /* thread exit: every region on */

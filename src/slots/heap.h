@@ -32,7 +32,7 @@ struct heap_obs {
     uint64_t allocs[OBS_SLOTS];
     uint64_t frees[OBS_SLOTS];
     uint64_t slot_hits[OBS_SLOTS];
-    uint64_t overflows[OBS_SLOTS];   /* frees that found the cache full (spill) */
+    uint64_t overflows[OBS_SLOTS];   /* frees that found the cache full */
     uint64_t refills[OBS_SLOTS];
     int64_t  live_synced;            /* bytes this heap last added to the global live count */
 };

@@ -1,5 +1,6 @@
-/* Unit tests of the per-thread caches: inline slots push/pop LIFO, overflow spills
- * half back to the regions, an empty cache refills half its capacity; lists the same. */
+/* Unit tests of the per-thread caches: inline slots push/pop LIFO, a free into full slots
+ * goes straight back to its region, an empty cache refills half its capacity; lists
+ * spill half when full. */
 #include <check.h>
 #include "check_run.h"
 #include <stdlib.h>
@@ -56,7 +57,7 @@ START_TEST(test_slots_refill_half)
 }
 END_TEST
 
-START_TEST(test_slots_overflow_spills_half)
+START_TEST(test_slots_overflow_to_region)
 {
     struct heap *h = heap_now();
     unsigned c = route_class_of(128);
@@ -70,12 +71,19 @@ START_TEST(test_slots_overflow_spills_half)
     for (unsigned i = 0; i < cap; i++)
         hak_free(blk[i]);
     ck_assert_uint_eq(slots_count(h, c), cap);
-    hak_free(blk[cap]);              /* overflow: the older half goes back */
-    ck_assert_uint_eq(slots_count(h, c), cap - cap / 2 + 1);
-    ck_assert_ptr_eq(*h->slot_top[SLOT_INDEX(c)], blk[cap]);
+    struct region *r = region_of_tiny(blk[cap]);
+    uint32_t used = r->used;
+    hak_free(blk[cap]);              /* full: the block goes back to its region */
+    ck_assert_uint_eq(slots_count(h, c), cap);
+    ck_assert_ptr_eq(*h->slot_top[SLOT_INDEX(c)], blk[cap - 1]);
+    ck_assert_ptr_eq(r->free, blk[cap]);
+    ck_assert_uint_eq(r->used, used - 1);
     for (unsigned i = cap + 1; i < n; i++)
         hak_free(blk[i]);
-    ck_assert_uint_le(slots_count(h, c), cap);
+    ck_assert_uint_eq(slots_count(h, c), cap);
+    void *q = hak_malloc(128);       /* the cache still pops first: the last block it took */
+    ck_assert_ptr_eq(q, blk[cap - 1]);
+    hak_free(q);
 }
 END_TEST
 
@@ -154,7 +162,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_slots_lifo);
     tcase_add_test(tc, test_slots_refill_half);
-    tcase_add_test(tc, test_slots_overflow_spills_half);
+    tcase_add_test(tc, test_slots_overflow_to_region);
     tcase_add_test(tc, test_list_route_bounded);
     tcase_add_test(tc, test_mid_route_list);
     tcase_add_test(tc, test_flush_returns_everything);

@@ -107,12 +107,18 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
         region_put_in(h, r, ptr);
         return;
     }
-    if (likely(route_of_class(&h->snap, cls) >= ROUTE_TLIST)) {
+    unsigned route = route_of_class(&h->snap, cls);
+    if (likely(route >= ROUTE_TLIST)) {
         struct list_bin *l = &h->lists[cls];
         if (likely(l->count < l->max)) {
             region_link_store(r, ptr, l->head);
             l->head = ptr;
             l->count++;
+            return;
+        }
+        if (route == ROUTE_MID) {       /* mid classes keep no cache: home at once, too */
+            h->regions[cls].scan = 1;
+            region_put_in(h, r, ptr);
             return;
         }
     }

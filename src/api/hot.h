@@ -96,31 +96,26 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
         return;
     }
     size_t cls = SLOT_CLASS(s);
-    /* Full (a NULL limit is no slots route, or a policy change to pick up): the block goes
-     * back to its region now, while its line is hot from the caller's last use.  Caching it
-     * and spilling older blocks instead wrote links into lines long gone from the cache
-     * (frag: 8 % fewer L1 misses, a fifth less allocator time).  Reloaded, so the hit's
-     * compare keeps its memory operand. */
-    if (__atomic_load_n(&h->slot_lim[s], __ATOMIC_RELAXED) != NULL) {
-        OBS_INC(h, overflows, cls);
-        h->regions[cls].scan = 1;
-        region_put_in(h, r, ptr);
+    unsigned route = route_of_class(&h->snap, cls);
+    /* Full slots (a NULL limit is no slots route, or a policy change to pick up), or a mid
+     * class, which keeps no cache: the block goes back to its region now, while its line is
+     * hot from the caller's last use.  Caching it and spilling older blocks instead wrote
+     * links into lines long gone from the cache (frag: 8 % fewer L1 misses, a fifth less
+     * allocator time).  The limit is reloaded, so the hit's compare keeps its memory
+     * operand. */
+    int full = __atomic_load_n(&h->slot_lim[s], __ATOMIC_RELAXED) != NULL;
+    if (full || route == ROUTE_MID) {
+        if (full)
+            OBS_INC(h, overflows, cls);     /* a mid free is no overflow */
+        region_put_home(h, r, ptr);
         return;
     }
-    unsigned route = route_of_class(&h->snap, cls);
-    if (likely(route >= ROUTE_TLIST)) {
-        struct list_bin *l = &h->lists[cls];
-        if (likely(l->count < l->max)) {
-            region_link_store(r, ptr, l->head);
-            l->head = ptr;
-            l->count++;
-            return;
-        }
-        if (route == ROUTE_MID) {       /* mid classes keep no cache: home at once, too */
-            h->regions[cls].scan = 1;
-            region_put_in(h, r, ptr);
-            return;
-        }
+    struct list_bin *l = &h->lists[cls];
+    if (likely(route == ROUTE_TLIST && l->count < l->max)) {
+        region_link_store(r, ptr, l->head);
+        l->head = ptr;
+        l->count++;
+        return;
     }
     cold_free_spill(ptr, h, r);
 }

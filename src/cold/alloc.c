@@ -152,9 +152,7 @@ HAK_COLD void cold_region_emptied(struct heap *h, struct region *r)
 /* Any block of h's, its region found through the map, and its class marked for a scan. */
 static void region_put(struct heap *h, void *p)
 {
-    struct region *r = region_of_block(p);
-    h->regions[r->cls].scan = 1;
-    region_put_in(h, r, p);
+    region_put_home(h, region_of_block(p), p);
 }
 
 /* Before the heap takes a new region: the empty current regions of other mid classes go
@@ -337,8 +335,7 @@ static void heap_cache_push(struct heap *h, void *p, struct region *r)
             return;
         }
     }
-    h->regions[cls].scan = 1;
-    region_put_in(h, r, p);
+    region_put_home(h, r, p);
 }
 
 /* The hot free's cache was full, or its route was ROUTE_NONE (a new policy). */

@@ -33,6 +33,14 @@ HAK_INLINE void region_put_in(struct heap *h, struct region *r, void *p)
     if (unlikely(--r->used == 0))
         cold_region_emptied(h, r);
 }
+
+/* One block home, its class marked for a scan (a spill of many marks once and uses
+ * region_put_in). */
+HAK_INLINE void region_put_home(struct heap *h, struct region *r, void *p)
+{
+    h->regions[r->cls].scan = 1;
+    region_put_in(h, r, p);
+}
 void  cold_heap_flush(struct heap *h);
 void  cold_heap_refresh(struct heap *h);
 void  cold_heap_release_regions(struct heap *h);   /* thread exit: every region on */

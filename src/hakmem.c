@@ -9,7 +9,7 @@
 #include "api/hot.h"
 
 /* Tiny sizes the inline slots missed: the TLIST route's per-thread list, else cold. */
-HAK_NOINLINE void *api_malloc_tiny_miss(struct heap *h, size_t n)
+HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
 {
     unsigned cls;
     unsigned route = route_lookup_tiny(&h->snap, n, &cls);
@@ -31,7 +31,7 @@ HAK_NOINLINE void *api_malloc_tiny_miss(struct heap *h, size_t n)
  * region (its free list, then fresh carving unless other threads have given blocks back),
  * out of line so malloc's hot code stays small.  Everything else (remote frees to
  * collect, another region, a new policy) is cold. */
-HAK_NOINLINE void *api_malloc_mid(struct heap *h, size_t n)
+HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
 {
     unsigned cls = route_class_of(n);
     struct region *r = h->regions[cls].cur;

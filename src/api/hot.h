@@ -7,13 +7,13 @@
 #include "../region/map.h"
 #include "../route/route.h"
 
-void *api_malloc_mid(struct heap *h, size_t n);
-void *api_malloc_tiny_miss(struct heap *h, size_t n);
+void *api_malloc_mid(size_t n, struct heap *h);
+void *api_malloc_tiny_miss(size_t n, struct heap *h);
 
 /* Returns p, so that with Phase 90 off at run time the call is a tail call.  Either
- * way the tiny tag's address comes from the pointer and the class's slot index s (its tag
- * shift), not the header. */
-HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned s)
+ * way the tiny tag's address comes from the pointer and the class's live tag t (its low
+ * bits the tag shift), not the header. */
+HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, size_t t)
 {
 #if HAK_PHASE90
     if (unlikely(!h->snap.phase90))
@@ -21,8 +21,8 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, unsigned s)
 #else
     (void)h;
 #endif
-    *region_tag_tiny(p, s) = (uint8_t)(s + 0x80);   /* TAG_LIVE(cls) */
-    HAK_UNPOISON(p, route_classes[SLOT_CLASS(s)].size);
+    *region_tag_tiny(p, (unsigned)t) = (uint8_t)t;
+    HAK_UNPOISON(p, route_classes[TAG_CLASS(t)].size);
     return p;
 }
 
@@ -40,17 +40,17 @@ HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p)
     return p;
 }
 
-/* Inline slots pop, by slot index: a class off the SLOTS route (or an invalidated Phase 91
+/* Inline slots pop, by live tag: a class off the SLOTS route (or an invalidated Phase 91
  * entry, class SLOT_CLASS_NONE) has an empty array, whose top reads as the NULL sentinel,
  * so the pop needs no route check. */
-HAK_INLINE void *hot_slots_pop(struct heap *h, unsigned s)
+HAK_INLINE void *hot_slots_pop(struct heap *h, size_t t)
 {
-    void **top = h->slot_top[s];
+    void **top = HEAP_TOP(h, t);
     void *p = *top;
     if (likely(p != NULL)) {
-        h->slot_top[s] = top - 1;
-        OBS_INC(h, allocs, SLOT_CLASS(s));
-        OBS_INC(h, slot_hits, SLOT_CLASS(s));
+        HEAP_TOP(h, t) = top - 1;
+        OBS_INC(h, allocs, TAG_CLASS(t));
+        OBS_INC(h, slot_hits, TAG_CLASS(t));
     }
     return p;
 }
@@ -65,37 +65,37 @@ HAK_INLINE void *hot_malloc(size_t n)
     void *p;
 #if HAK_PHASE91
     if (likely(n <= h->snap.table91_max)) {
-        unsigned s = (uint8_t)HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
-        if (likely((p = hot_slots_pop(h, s)) != NULL))
-            return hot_tag_live_tiny(h, p, s);
-        return api_malloc_tiny_miss(h, n);
+        size_t t = HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
+        if (likely((p = hot_slots_pop(h, t)) != NULL))
+            return hot_tag_live_tiny(h, p, t);
+        return api_malloc_tiny_miss(n, h);
     }
 #endif
     if (likely(n <= HAK_TINY_MAX)) {
-        unsigned s = SLOT_INDEX(route_class_of(n));
-        if (likely((p = hot_slots_pop(h, s)) != NULL))
-            return hot_tag_live_tiny(h, p, s);
-        return api_malloc_tiny_miss(h, n);
+        size_t t = TAG_LIVE(route_class_of(n));
+        if (likely((p = hot_slots_pop(h, t)) != NULL))
+            return hot_tag_live_tiny(h, p, t);
+        return api_malloc_tiny_miss(n, h);
     }
     if (n <= HAK_MID_MAX)
-        return api_malloc_mid(h, n);
+        return api_malloc_mid(n, h);
     return cold_malloc(h, n);
 }
 
-/* A live block of h's own region r, of the class with slot index s, whose tag is *tag:
+/* A live block of h's own region r, of the class with live tag t, whose tag is *tag:
  * into the thread's cache. */
-HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t s, uint8_t *tag)
+HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t t, uint8_t *tag)
 {
-    *tag ^= (uint8_t)TAG_LIVE_FREE;                 /* live, as just checked, to free */
+    *tag = (uint8_t)TAG_FREE;
     HAK_POISON(ptr, r->bsize);
-    OBS_INC(h, frees, SLOT_CLASS(s));
-    void **top = h->slot_top[s] + 1;
-    if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(h->slot_lim[s]))) {
+    OBS_INC(h, frees, TAG_CLASS(t));
+    void **top = HEAP_TOP(h, t) + 1;
+    if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(HEAP_LIM(h, t)))) {
         *top = ptr;
-        h->slot_top[s] = top;
+        HEAP_TOP(h, t) = top;
         return;
     }
-    size_t cls = SLOT_CLASS(s);
+    size_t cls = TAG_CLASS(t);
     unsigned route = route_of_class(&h->snap, cls);
     /* Full slots (a NULL limit is no slots route, or a policy change to pick up), or a mid
      * class, which keeps no cache: the block goes back to its region now, while its line is
@@ -103,7 +103,7 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
      * links into lines long gone from the cache (frag: 8 % fewer L1 misses, a fifth less
      * allocator time).  The limit is reloaded, so the hit's compare keeps its memory
      * operand. */
-    int full = __atomic_load_n(&h->slot_lim[s], __ATOMIC_RELAXED) != NULL;
+    int full = __atomic_load_n(&HEAP_LIM(h, t), __ATOMIC_RELAXED) != NULL;
     if (full || route == ROUTE_MID) {
         if (full)
             OBS_INC(h, overflows, cls);     /* a mid free is no overflow */
@@ -132,8 +132,9 @@ HAK_INLINE void hot_free(void *ptr)
     if (likely(h->rcache[i] == heap_rcache_key(p))) {
         const struct rcache_info *ri = &h->rinfo[i];
         r = region_of_tiny(ptr);
-        if (likely(region_tag_check_live_at(r, (uint16_t)p, ri->sidx, ri->live_tag, &tag))) {
-            hot_free_owned(h, ptr, r, ri->sidx, tag);
+        size_t t = ri->live_tag;
+        if (likely(region_tag_check_live_at(r, (uint16_t)p, (unsigned)t, (unsigned)t, &tag))) {
+            hot_free_owned(h, ptr, r, t, tag);
             return;
         }
         cold_free_region(ptr, h, r);           /* misuse: reported there */
@@ -151,7 +152,7 @@ HAK_INLINE void hot_free(void *ptr)
         cold_free_region(ptr, h, r);           /* misuse, or a block of another thread */
         return;
     }
-    hot_free_owned(h, ptr, r, r->live_tag - 0x80u, tag);   /* TAG_LIVE(cls) - 0x80: its slot index */
+    hot_free_owned(h, ptr, r, r->live_tag, tag);
 }
 
 #endif

@@ -69,7 +69,7 @@ static void rcache_note(struct heap *h, struct region *r)
     if (h->snap.phase93 && r->cls < HAK_NTINY) {
         unsigned i = heap_rcache_index((uintptr_t)r);
         h->rcache[i] = heap_rcache_key((uintptr_t)r);
-        h->rinfo[i] = (struct rcache_info){ .sidx = (uint8_t)SLOT_INDEX(r->cls), .live_tag = r->live_tag };
+        h->rinfo[i] = (struct rcache_info){ .live_tag = r->live_tag };
     }
 #else
     (void)h, (void)r;
@@ -351,7 +351,7 @@ HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p,
     int cls = r->cls;
     if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
         cold_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
-    else if (tag == TAG_FREE(cls))
+    else if (tag == TAG_FREE)
         cold_misuse(call, (void *)p, strcmp(call, "free") ? "use after free (block already freed)" : "double free", cls);
     else
         cold_misuse(call, (void *)p, "invalid pointer (not the start of an allocated block)", cls);
@@ -368,7 +368,7 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
     unsigned cls = r->cls;
     HAK_POISON(p, r->bsize);
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
-        *t = (uint8_t)TAG_FREE(cls);
+        *t = (uint8_t)TAG_FREE;
         OBS_INC(h, frees, cls);
         heap_check_epoch(h);
         heap_cache_push(h, p, r);
@@ -377,7 +377,7 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
     /* Remote free: the tag flips atomically, so two racing frees of one block
      * cannot both succeed. */
     uint8_t expect = (uint8_t)TAG_LIVE(cls);
-    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, (uint8_t)TAG_FREE(cls))) {
+    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, (uint8_t)TAG_FREE)) {
         cold_misuse("free", p, "double free", (int)cls);
         return;
     }

@@ -61,7 +61,7 @@ HAK_COLD void cold_heap_invalidate_all(void)
         }
 #if HAK_PHASE91
         for (unsigned i = 0; i < ROUTE91_ENTRIES; i++)
-            __atomic_store_n(&h->snap.table91[i], SLOT_INDEX(SLOT_CLASS_NONE) | ROUTE_NONE << 8, __ATOMIC_RELAXED);
+            __atomic_store_n(&h->snap.table91[i], (uint8_t)TAG_LIVE(SLOT_CLASS_NONE), __ATOMIC_RELAXED);
 #endif
     }
 }

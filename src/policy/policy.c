@@ -398,7 +398,7 @@ void policy_snapshot_build(struct policy_snapshot *s)
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
         unsigned cls = route_class_of(i);
-        __atomic_store_n(&s->table91[i], (uint16_t)(SLOT_INDEX(cls) | (unsigned)s->route[cls] << 8), __ATOMIC_RELAXED);
+        __atomic_store_n(&s->table91[i], (uint8_t)TAG_LIVE(cls), __ATOMIC_RELAXED);
     }
 #endif
 }

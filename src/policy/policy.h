@@ -58,9 +58,9 @@ struct policy {
     struct policy_origin route_origin[HAK_NCLASSES];
 };
 
-/* Phase 91 entry: the class's slot index (SLOT_INDEX(cls)) in the low byte, its route in
- * the high byte.  One entry per byte
- * size (2 KiB per heap): indexing by the size itself spares the hit path a round-up and
+/* Phase 91 entry: the class's live tag (TAG_LIVE(cls)), which the hit path uses as slot
+ * index and tag shift (route/classes.h); the route follows from the class.  One byte per
+ * size (1 KiB per heap): indexing by the size itself spares the hit path a round-up and
  * a shift, and a program's few hot sizes touch few of its cache lines. */
 #define ROUTE91_INDEX(n) (n)
 #define ROUTE91_ENTRIES  (ROUTE91_INDEX(HAK_TINY_MAX) + 1)
@@ -75,7 +75,7 @@ struct policy_snapshot {
     uint64_t epoch;
     size_t   table91_max;               /* HAK_TINY_MAX with Phase 91 on, else 0: sizes the table routes */
 #if HAK_PHASE91
-    uint16_t table91[ROUTE91_ENTRIES];
+    uint8_t  table91[ROUTE91_ENTRIES];
 #endif
 };
 

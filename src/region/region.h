@@ -12,12 +12,13 @@
 
 struct heap;
 
-/* A class's tags follow from its slot index s (below 128): live 0x80 + s, free s.  Never
- * 0, the tag of a granule no block starts at; unique per class, so a block start of one
- * class's layout never passes for another's. */
-#define TAG_LIVE(cls)   (0x80u + SLOT_INDEX(cls))
-#define TAG_FREE(cls)   ((unsigned)SLOT_INDEX(cls))
-#define TAG_LIVE_FREE   0x80u                /* live ^ free, for every class */
+/* A live block's tag is its class's slot index s (below 128) plus 0x80: unique per class,
+ * so a block start of one class's layout never passes for another's, and the hot paths
+ * hold it as their one number (classes.h).  A free block's tag is TAG_FREE for every
+ * class, a constant store: a region's tags are cleared when it takes a class, so nothing
+ * reads a class from it.  0 is the tag of a granule no block starts at.  TAG_LIVE and
+ * TAG_CLASS are in classes.h. */
+#define TAG_FREE        0x01u
 
 /* Invariant, owner thread view: used = nblocks - (blocks on `free`) - (nblocks - carved);
  * blocks on `remote` still count as used until the owner collects them. */

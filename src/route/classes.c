@@ -35,12 +35,11 @@ uint8_t route_slot_index[HAK_NCLASSES + 1];
 uint8_t route_slot_class[SLOT_NINDEX];
 
 /* Tiny classes get shift + 32 x (classes before them with the same shift); the mid classes
- * and SLOT_CLASS_NONE the lowest indexes left, from 1 (a free tag of 0 would read as a
- * granule no block starts at). */
+ * and SLOT_CLASS_NONE the lowest indexes left. */
 static void route_slot_indexes_init(void)
 {
     uint8_t taken[SLOT_NINDEX] = { 0 };
-    unsigned next = 1;
+    unsigned next = 0;
     for (unsigned s = 0; s < SLOT_NINDEX; s++)
         route_slot_class[s] = HAK_NCLASSES;
     for (unsigned c = 0; c <= HAK_NCLASSES; c++) {

@@ -21,15 +21,18 @@
 /* A class's slot index indexes the slots' control words.  For a tiny class its low five bits
  * are the tag shift (the granule: the largest power of two dividing the block size), and
  * the bits above tell apart the classes that share a shift (16, 48, 80 and 112 B: 4, 36,
- * 68, 100).  32-bit shifts and rotates use only the count's low five bits, so the one
- * number the hot paths hold (Phase 91's entry, Phase 93's cache) serves as index and
- * shift, and TAG_LIVE(cls) = 0x80 + index is one add from it.  Every class, and the
- * invalid class SLOT_CLASS_NONE (= HAK_NCLASSES), has its own index below SLOT_NINDEX. */
+ * 68, 100).  The number the hot paths hold (Phase 91's entry, Phase 93's cache) is the
+ * class's live tag, 0x80 + index (region.h): 32-bit shifts and rotates use only the
+ * count's low five bits, so it is the shift; less 0x80, folded into a displacement, it is
+ * the index; and it is the byte malloc writes.  Every class, and the invalid class
+ * SLOT_CLASS_NONE (= HAK_NCLASSES), has its own index below SLOT_NINDEX. */
 #define SLOT_NINDEX 128
 extern uint8_t route_slot_index[HAK_NCLASSES + 1];
 extern uint8_t route_slot_class[SLOT_NINDEX];
 #define SLOT_INDEX(cls) (route_slot_index[(cls)])
 #define SLOT_CLASS(s)   (route_slot_class[(s)])
+#define TAG_LIVE(cls)   (0x80u + SLOT_INDEX(cls))
+#define TAG_CLASS(t)    SLOT_CLASS((t) - 0x80u)
 
 enum route_kind {          /* 0 is deliberately no route: it sends the op to the cold path */
     ROUTE_NONE  = 0,

@@ -17,9 +17,9 @@ HAK_INLINE unsigned route_lookup_tiny(const struct policy_snapshot *s, size_t n,
 {
 #if HAK_PHASE91
     if (likely(s->phase91)) {
-        unsigned e = __atomic_load_n(&s->table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
-        *cls = SLOT_CLASS(e & 0xFF);
-        return e >> 8;
+        unsigned t = __atomic_load_n(&s->table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
+        *cls = TAG_CLASS(t);
+        return *cls == SLOT_CLASS_NONE ? ROUTE_NONE : route_of_class(s, *cls);
     }
 #endif
     *cls = route_class_of(n);

@@ -43,7 +43,7 @@ struct heap_obs {
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */
 struct rcache_info {
-    uint8_t sidx, live_tag, pad[6];      /* the class's slot index (its low bits: the shift) */
+    uint8_t live_tag, pad[7];        /* the class's live tag (its low bits: the shift) */
 };
 
 /* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
@@ -90,6 +90,13 @@ struct heap {
 #else
 #define OBS_INC(h, field, cls) ((void)0)
 #endif
+
+/* The control words of the class whose live tag is t, the index t - 0x80 written as an
+ * address so that the subtraction folds into the displacement of every access. */
+#define HEAP_WORD(h, arr, t) (*(void ***)((uintptr_t)(h) + offsetof(struct heap, arr) \
+                                          + ((uintptr_t)(t) - 0x80u) * sizeof(void **)))
+#define HEAP_TOP(h, t) HEAP_WORD(h, slot_top, t)
+#define HEAP_LIM(h, t) HEAP_WORD(h, slot_lim, t)
 
 /* Every thread starts on the static empty heap: all routes ROUTE_NONE and all
  * caches empty, so its first call misses into the cold path, which builds a real one. */

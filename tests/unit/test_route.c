@@ -20,22 +20,24 @@ START_TEST(test_class_table_shape)
         ck_assert_uint_eq(route_classes[c].size, tiny[c]);
         /* the granule: the largest power of two dividing the size */
         ck_assert_uint_eq(1u << route_classes[c].gshift, tiny[c] & (0u - tiny[c]));
-        /* the hot paths use a tiny class's slot index as its tag shift (Phase 91, 93):
+        /* the hot paths use a tiny class's live tag as its tag shift (Phase 91, 93):
          * 32-bit shifts read its low five bits */
-        ck_assert_uint_eq(SLOT_INDEX(c) & 31, route_classes[c].gshift);
+        ck_assert_uint_eq(TAG_LIVE(c) & 31, route_classes[c].gshift);
     }
     /* every class and the invalid class its own slot index, and the way back */
     for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
         ck_assert_uint_lt(SLOT_INDEX(c), SLOT_NINDEX);
-        ck_assert_uint_ne(SLOT_INDEX(c), 0);            /* a free tag of 0 would read as no block */
         ck_assert_uint_eq(SLOT_CLASS(SLOT_INDEX(c)), c);
+        ck_assert_uint_eq(TAG_CLASS(TAG_LIVE(c)), c);
         for (unsigned d = 0; d < c; d++)
             ck_assert_uint_ne(SLOT_INDEX(c), SLOT_INDEX(d));
     }
-    /* the tags: live 0x80 + index, free the index; never 0, unique per class */
-    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        ck_assert_uint_eq(TAG_LIVE(c) ^ TAG_FREE(c), TAG_LIVE_FREE);
-        ck_assert_uint_ne(TAG_FREE(c), 0);
+    /* the tags: live 0x80 + index, unique per class (above); the free tag is none of them,
+     * and neither is 0, the tag of no block */
+    ck_assert_uint_ne(TAG_FREE, 0);
+    for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
+        ck_assert_uint_eq(TAG_LIVE(c), 0x80u + SLOT_INDEX(c));
+        ck_assert_uint_ne(TAG_LIVE(c), TAG_FREE);
     }
     for (unsigned c = 1; c < HAK_NCLASSES; c++)
         ck_assert_uint_gt(route_classes[c].size, route_classes[c - 1].size);

@@ -69,7 +69,7 @@ struct policy {
  * loads and overwritten with ROUTE_NONE by a publisher: that is how a new policy
  * reaches a thread that never misses (src/cold/publish.c). */
 struct policy_snapshot {
-    uint8_t  route[HAK_NCLASSES];
+    uint8_t  route[HAK_NCLASSES + 1];    /* and SLOT_CLASS_NONE's: always ROUTE_NONE */
     uint8_t  phase90, phase91, phase93, observe;
     uint16_t slots_cap;
     uint64_t epoch;

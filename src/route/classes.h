@@ -27,6 +27,7 @@
  * the index; and it is the byte malloc writes.  Every class, and the invalid class
  * SLOT_CLASS_NONE (= HAK_NCLASSES), has its own index below SLOT_NINDEX. */
 #define SLOT_NINDEX 128
+#define SLOT_CLASS_NONE HAK_NCLASSES     /* an invalidated Phase 91 entry's class: no slots, no route */
 extern uint8_t route_slot_index[HAK_NCLASSES + 1];
 extern uint8_t route_slot_class[SLOT_NINDEX];
 #define SLOT_INDEX(cls) (route_slot_index[(cls)])

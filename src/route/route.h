@@ -19,7 +19,7 @@ HAK_INLINE unsigned route_lookup_tiny(const struct policy_snapshot *s, size_t n,
     if (likely(s->phase91)) {
         unsigned t = __atomic_load_n(&s->table91[ROUTE91_INDEX(n)], __ATOMIC_RELAXED);
         *cls = TAG_CLASS(t);
-        return *cls == SLOT_CLASS_NONE ? ROUTE_NONE : route_of_class(s, *cls);
+        return route_of_class(s, *cls);         /* ROUTE_NONE for an invalidated entry */
     }
 #endif
     *cls = route_class_of(n);

@@ -46,9 +46,6 @@ struct rcache_info {
     uint8_t live_tag, pad[7];        /* the class's live tag (its low bits: the shift) */
 };
 
-/* The class of an invalidated Phase 91 entry: its slot count and capacity stay 0. */
-#define SLOT_CLASS_NONE HAK_NCLASSES
-
 struct heap {
     /* Inline slots: fixed-capacity LIFO arrays that never touch the blocks they hold.
      * Every class has a control pair, so neither malloc nor free checks the route: top

@@ -389,7 +389,7 @@ void policy_snapshot_build(struct policy_snapshot *s)
             r = ROUTE_MID;
         __atomic_store_n(&s->route[c], r, __ATOMIC_RELAXED);
     }
-    s->route[SLOT_CLASS_NONE] = ROUTE_NONE;
+    __atomic_store_n(&s->route[SLOT_CLASS_NONE], ROUTE_NONE, __ATOMIC_RELAXED);
     s->slots_cap = g->slots_cap ? g->slots_cap : 1;
     s->phase90 = (uint8_t)(HAK_PHASE90 && g->phase90);
     s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);

@@ -22,7 +22,7 @@
  * are the tag shift (the granule: the largest power of two dividing the block size), and
  * the bits above tell apart the classes that share a shift (16, 48, 80 and 112 B: 4, 36,
  * 68, 100).  The number the hot paths hold (Phase 91's entry, Phase 93's cache) is the
- * class's live tag, 0x80 + index (region.h): 32-bit shifts and rotates use only the
+ * class's live tag, TAG_LIVE(cls) = 0x80 + index: 32-bit shifts and rotates use only the
  * count's low five bits, so it is the shift; less 0x80, folded into a displacement, it is
  * the index; and it is the byte malloc writes.  Every class, and the invalid class
  * SLOT_CLASS_NONE (= HAK_NCLASSES), has its own index below SLOT_NINDEX. */

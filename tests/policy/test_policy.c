@@ -75,7 +75,7 @@ START_TEST(test_defaults)
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         ck_assert_uint_eq(p.route[c], c < HAK_NTINY ? ROUTE_SLOTS : ROUTE_MID);
     ck_assert_uint_eq(p.phase91, HAK_PHASE91);
-    ck_assert_uint_eq(p.purge_cap, 32u << 20);
+    ck_assert_uint_eq(p.purge_cap, 64u << 20);
 }
 END_TEST
 
@@ -186,7 +186,7 @@ START_TEST(test_wrong_type)
     ck_assert_ptr_nonnull(strstr(l.text[1], ":4: [phases] phase91 = maybe: expected on or off"));
     ck_assert_ptr_nonnull(strstr(l.text[2], ":6: [purge] retain = 12Q: expected a size"));
     assert_defaults(&p);
-    ck_assert_uint_eq(p.purge_cap, 32u << 20);
+    ck_assert_uint_eq(p.purge_cap, 64u << 20);
 }
 END_TEST
 

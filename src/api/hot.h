@@ -66,6 +66,7 @@ HAK_INLINE void *hot_malloc(size_t n)
 #if HAK_PHASE91
     if (likely(n <= h->snap.table91_max)) {
         size_t t = HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
+        HAK_IN_SHIFT_REG(t);
         if (likely((p = hot_slots_pop(h, t)) != NULL))
             return hot_tag_live_tiny(h, p, t);
         return api_malloc_tiny_miss(n, h);

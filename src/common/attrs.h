@@ -26,6 +26,16 @@
 
 #define HAK_CACHE_LINE 64
 
+/* x86's variable shifts take their count in cl.  malloc's slot hit indexes with the live
+ * tag and shifts by it; left alone, gcc loads it into another register and copies it to
+ * rcx, one instruction on every hit.  An empty asm that wants it in rcx from its load on:
+ * no code of its own.  (Not for clang, whose code was an instruction longer with it.) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAK_IN_SHIFT_REG(x) __asm__("" : "+c"(x))
+#else
+#define HAK_IN_SHIFT_REG(x) ((void)0)
+#endif
+
 /* A relaxed load of a word another thread may store (a publisher's invalidation).  GCC
  * folds the address arithmetic into a plain load but not into an atomic one, which costs
  * the hot paths an instruction per load; aligned loads up to 8 bytes are single-copy

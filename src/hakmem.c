@@ -28,7 +28,7 @@ HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
 }
 
 /* Mid sizes: mid classes keep no thread cache, so a hit is a block of the class's current
- * region (its free list, then fresh carving unless other threads have given blocks back),
+ * region (its home blocks, then fresh carving unless other threads have given blocks back),
  * out of line so malloc's hot code stays small.  Everything else (remote frees to
  * collect, another region, a new policy) is cold. */
 HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
@@ -36,13 +36,12 @@ HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
     unsigned cls = route_class_of(n);
     struct region *r = h->regions[cls].cur;
     if (likely(r != NULL)) {
-        void *p = r->free;
-        if (likely(p != NULL))
-            r->free = region_link_load(r, p, 1);
-        else if (r->carved < r->nblocks && !atomic_load_explicit(&r->remote, memory_order_relaxed))
+        void *p = region_home_pop(r);
+        if (unlikely(p == NULL)) {
+            if (r->carved >= r->nblocks || atomic_load_explicit(&r->remote, memory_order_relaxed))
+                return cold_malloc(h, n);
             p = (char *)r + r->blocks_off + (size_t)r->carved++ * r->bsize;
-        else
-            return cold_malloc(h, n);
+        }
         r->used++;
         OBS_INC(h, allocs, cls);
         return hot_tag_live(h, r, p);

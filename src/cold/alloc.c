@@ -9,7 +9,9 @@
 
 #define REFILL_SCAN 16      /* other owned regions looked at per refill before taking a new one */
 
-/* Moves blocks of r's remote-free stack to its local free list. */
+/* Moves the blocks of r's remote-free stack onto its home list: they come linked, so
+ * they stay linked (a tiny region's scan of home tags is for the blocks its owner sent
+ * home, which get no link). */
 static void region_collect(struct region *r)
 {
     void *p = atomic_exchange(&r->remote, NULL);
@@ -17,6 +19,7 @@ static void region_collect(struct region *r)
         void *next = region_link_load(r, p, 1);
         region_link_store(r, p, r->free);
         r->free = p;
+        r->nhome++;
         r->used--;
         p = next;
     }
@@ -24,29 +27,18 @@ static void region_collect(struct region *r)
 
 static int region_has_blocks(struct region *r)
 {
-    return r->free || r->carved < r->nblocks
+    return r->nhome || r->carved < r->nblocks
         || atomic_load_explicit(&r->remote, memory_order_relaxed);
 }
 
-/* Pops up to `want` - n blocks of r's free list into out[n..]; returns the new n. */
-static unsigned region_pop_free(struct region *r, void **out, unsigned n, unsigned want)
-{
-    while (n < want && r->free) {
-        void *p = r->free;
-        r->free = region_link_load(r, p, 1);
-        out[n++] = p;
-    }
-    return n;
-}
-
-/* Takes up to `want` blocks out of r: free list first, then remote frees, then fresh
- * carving: blocks other threads gave back are reused before untouched memory is. */
+/* Takes up to `want` blocks out of r: its home blocks first, then remote frees, then
+ * fresh carving: blocks other threads gave back are reused before untouched memory is. */
 static unsigned region_take(struct region *r, void **out, unsigned want)
 {
-    unsigned n = region_pop_free(r, out, 0, want);
+    unsigned n = region_home_take(r, out, want);
     if (n < want && atomic_load_explicit(&r->remote, memory_order_relaxed)) {
         region_collect(r);
-        n = region_pop_free(r, out, n, want);
+        n += region_home_take(r, out + n, want - n);
     }
     if (n < want && r->carved < r->nblocks) {
         char *b = (char *)r + r->blocks_off + (size_t)r->carved * r->bsize;
@@ -351,7 +343,7 @@ HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p,
     int cls = r->cls;
     if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
         cold_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
-    else if (tag == TAG_FREE)
+    else if (tag == TAG_FREE || tag == TAG_HOME)
         cold_misuse(call, (void *)p, strcmp(call, "free") ? "use after free (block already freed)" : "double free", cls);
     else
         cold_misuse(call, (void *)p, "invalid pointer (not the start of an allocated block)", cls);

@@ -24,12 +24,11 @@ void  cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t
 void  cold_free_spill(void *p, struct heap *h, struct region *r);
 void  cold_region_emptied(struct heap *h, struct region *r);
 
-/* A block of h's own region r goes back onto r's free list (the caller marks its class
- * for a refill scan).  Inline: the hot free takes it when the slots are full. */
+/* A block of h's own region r goes back home (the caller marks its class for a refill
+ * scan).  Inline: the hot free takes it when the slots are full. */
 HAK_INLINE void region_put_in(struct heap *h, struct region *r, void *p)
 {
-    region_link_store(r, p, r->free);
-    r->free = p;
+    region_home_put(r, p);
     if (unlikely(--r->used == 0))
         cold_region_emptied(h, r);
 }

@@ -119,6 +119,8 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->chunks = rc->chunks;
     r->bsize = rc->size;
     r->free = NULL;
+    r->nhome = 0;
+    r->home_pos = 0;
     r->used = 0;
     r->carved = 0;
     r->nblocks = rc->nblocks;

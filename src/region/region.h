@@ -15,13 +15,21 @@ struct heap;
 /* A live block's tag is its class's slot index s (below 128) plus 0x80: unique per class,
  * so a block start of one class's layout never passes for another's, and the hot paths
  * hold it as their one number (classes.h).  A free block's tag is TAG_FREE for every
- * class, a constant store: a region's tags are cleared when it takes a class, so nothing
- * reads a class from it.  0 is the tag of a granule no block starts at.  TAG_LIVE and
- * TAG_CLASS are in classes.h. */
+ * class, a constant store, or TAG_HOME once it is back in its tiny region: a region's
+ * tags are cleared when it takes a class, so nothing reads a class from them.  0 is the
+ * tag of a granule no block starts at.  TAG_LIVE and TAG_CLASS are in classes.h. */
 #define TAG_FREE        0x01u
+#define TAG_HOME        0x02u    /* a tiny region's free block back home (not cached) */
 
-/* Invariant, owner thread view: used = nblocks - (blocks on `free`) - (nblocks - carved);
- * blocks on `remote` still count as used until the owner collects them. */
+/* Invariant, owner thread view: used = nblocks - nhome - (nblocks - carved); blocks on
+ * `remote` still count as used until the owner collects them.  The blocks back in the
+ * region ("home") are kept as their consumer takes them.  A tiny region is refilled from
+ * in batches for the thread's slots, which give recency already: the blocks its owner
+ * sends home are tagged TAG_HOME, so a refill scans dense tag bytes (on from home_pos, in
+ * address order) instead of chasing a list through cold blocks, and a block going home
+ * writes the tag line its free has just read.  A mid class has no thread cache: its
+ * region's list is the LIFO that hands back the block freed last, still in cache.  Blocks
+ * collected from the remote stack come linked and join the list in either kind. */
 struct region {
     /* read by every free: keep in the first cache line */
     uint8_t  cls;
@@ -30,17 +38,23 @@ struct region {
     uint8_t  chunks;                 /* region size in 64 KiB chunks */
     uint32_t gmask;                  /* granule - 1: a block start has no bits of it */
     struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
-    void    *free;                   /* owner-only free list of blocks back in the region */
-    uint32_t used;                   /* blocks out of the region: live, cached or remote */
-    uint32_t carved;                 /* bump pointer: blocks carved so far */
+    void    *free;                   /* owner-only: the home list (mid; remote frees collected) */
+    uint16_t nhome;                  /* owner-only: blocks home */
+    uint16_t home_pos;               /* tiny, owner-only: the tag index the next scan starts at */
+    uint16_t used;                   /* blocks out of the region: live, cached or remote */
+    uint16_t carved;                 /* bump pointer: blocks carved so far (nblocks <= 7152) */
     uint32_t nblocks;
     uint32_t blocks_off;
     _Atomic(void *) remote;          /* blocks freed by other threads (lock-free stack) */
     struct region *next, *prev;      /* owner's per-class list, or the pool */
-    uint64_t secret;                 /* hardened: free-list link encoding key */
+    uint64_t secret;                 /* hardened: list link encoding key */
     uint32_t bsize;
-    uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes, indexed by (p - region) >> gshift */
+    uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes (a whole number of
+                                        words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
+
+_Static_assert(offsetof(struct region, prev) + sizeof(void *) <= HAK_CACHE_LINE,
+               "a free reads the header's fields up to prev on one line");
 
 HAK_INLINE uint8_t *region_tag(struct region *r, uintptr_t p)
 {
@@ -103,8 +117,9 @@ HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t 
     return region_tag_check_live_at(r, (uint32_t)(p - (uintptr_t)r), r->gshift, r->live_tag, tagp);
 }
 
-/* Free-list links live in the first word of a free block.  Hardened builds encode them
- * with the region's secret and check every link before it is followed (region_link_bad). */
+/* Cache and remote-stack links live in the first word of a free block.  Hardened builds
+ * encode them with the region's secret and check every link before it is followed
+ * (region_link_bad). */
 #if HAK_HARDENED
 HAK_INLINE uintptr_t region_link_key(struct region *r, void *blk)
 {
@@ -121,8 +136,8 @@ HAK_INLINE uintptr_t region_link_key(struct region *r, void *blk)
 void *region_link_bad(struct region *r, void *blk, void *next);    /* cold: reports, returns NULL */
 void *region_link_check(struct region *r, void *blk, void *next);  /* next: a free block of r's class? */
 
-/* Follows blk's link; `same_region` when the list never leaves r (region free and
- * remote lists), else next may be any block of r's class. */
+/* Follows blk's link; `same_region` when the list never leaves r (the remote stack),
+ * else next may be any block of r's class. */
 HAK_INLINE void *region_link_load(struct region *r, void *blk, int same_region)
 {
     HAK_UNPOISON(blk, sizeof(void *));
@@ -148,5 +163,32 @@ HAK_INLINE void region_link_store(struct region *r, void *blk, void *next)
     *(uintptr_t *)blk = (uintptr_t)next ^ region_link_key(r, blk);
     HAK_POISON(blk, sizeof(void *));
 }
+
+/* A free block of r goes home (owner only). */
+HAK_INLINE void region_home_put(struct region *r, void *p)
+{
+    if (r->cls < HAK_NTINY) {
+        r->tags[((uintptr_t)p - (uintptr_t)r) >> r->gshift] = (uint8_t)TAG_HOME;
+    } else {
+        region_link_store(r, p, r->free);
+        r->free = p;
+    }
+    r->nhome++;
+}
+
+/* A mid malloc's block: the head of r's home list, or NULL. */
+HAK_INLINE void *region_home_pop(struct region *r)
+{
+    void *p = r->free;
+    if (p != NULL) {
+        r->free = region_link_load(r, p, 1);
+        r->nhome--;
+    }
+    return p;
+}
+
+/* Takes up to `want` of r's home blocks into out[] (tiny: its list, then tags in address
+ * order from home_pos, tagged TAG_FREE again).  Returns how many. */
+unsigned region_home_take(struct region *r, void **out, unsigned want);
 
 #endif

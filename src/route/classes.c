@@ -1,5 +1,6 @@
 /* The class table and the region layout derived from it.
  * Region size per class is chosen so a region holds enough blocks to amortise its header. */
+#include <stdlib.h>
 #include "classes.h"
 #include "../region/region.h"
 
@@ -75,10 +76,12 @@ void route_classes_init(void)
             align = HAK_CHUNK_SIZE;
         if (align < 16)
             align = size < 16 ? size : 16;
-        size_t ntags = (rsize >> rc->gshift);
+        size_t ntags = ((rsize >> rc->gshift) + 7) & ~(size_t)7;   /* whole words: region_home_take */
         size_t off = (sizeof(struct region) + ntags + align - 1) & ~(align - 1);
         rc->blocks_off = (uint32_t)off;
         rc->nblocks = (uint32_t)((rsize - off) / size);
+        if (rc->nblocks > UINT16_MAX)      /* struct region counts blocks in 16 bits */
+            abort();
         rc->ntags = (uint32_t)ntags;
         uint32_t cap = (uint32_t)(LIST_BYTES_MAX / size);
         /* Mid blocks get no thread cache: cached blocks pinned half-empty regions of

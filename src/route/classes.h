@@ -52,7 +52,7 @@ struct route_class {
     /* derived once at start-up by route_classes_init(): */
     uint32_t blocks_off;   /* offset of block 0 from the region start */
     uint32_t nblocks;      /* blocks per region */
-    uint32_t ntags;        /* tag bytes (one per granule of the block area) */
+    uint32_t ntags;        /* tag bytes: one per granule, a whole number of words */
     uint32_t cache_max;    /* per-thread list bound for TLIST/MID routes */
 };
 

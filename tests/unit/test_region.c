@@ -108,6 +108,91 @@ START_TEST(test_double_free_refused)
 }
 END_TEST
 
+/* A region's home set, on a region of its own: a tiny region hands back the blocks its
+ * owner sent home in address order on from where its last scan stopped, wrapping round
+ * (TAG_HOME tags, across tag words, blocks several granules long); a mid region's list
+ * is LIFO.  A block gone
+ * home is a double free to free() like a cached one. */
+static struct region *region_for_test(unsigned cls, unsigned carve)
+{
+    struct region *r = region_pool_take(cls, NULL);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_le(carve, r->nblocks);
+    r->carved = (uint16_t)carve;
+    r->used = (uint16_t)carve;
+    return r;
+}
+
+static void *block_at(struct region *r, unsigned i)
+{
+    return (char *)r + r->blocks_off + (size_t)i * r->bsize;
+}
+
+START_TEST(test_home_take_order)
+{
+    static const unsigned sizes[] = { 16, 48, 80, 1024 };     /* 1, 3, 5 and 1 tags a block */
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        unsigned cls = route_class_of(sizes[s]);
+        ck_assert_uint_lt(cls, HAK_NTINY);
+        struct region *r = region_for_test(cls, 60);
+        static const unsigned home[] = { 41, 5, 17, 59, 6 };
+        for (unsigned i = 0; i < 5; i++) {
+            region_home_put(r, block_at(r, home[i]));
+            r->used--;
+            ck_assert_uint_eq(*region_tag(r, (uintptr_t)block_at(r, home[i])), TAG_HOME);
+        }
+        ck_assert_uint_eq(r->nhome, 5);
+        void *out[8];
+        ck_assert_uint_eq(region_home_take(r, out, 2), 2);
+        ck_assert_ptr_eq(out[0], block_at(r, 5));
+        ck_assert_ptr_eq(out[1], block_at(r, 6));
+        ck_assert_uint_eq(*region_tag(r, (uintptr_t)out[0]), TAG_FREE);
+        region_home_put(r, block_at(r, 2));              /* behind where the scan stopped */
+        ck_assert_uint_eq(region_home_take(r, out, 8), 4);
+        ck_assert_ptr_eq(out[0], block_at(r, 17));
+        ck_assert_ptr_eq(out[1], block_at(r, 41));
+        ck_assert_ptr_eq(out[2], block_at(r, 59));
+        ck_assert_ptr_eq(out[3], block_at(r, 2));          /* found wrapping round */
+        ck_assert_uint_eq(r->nhome, 0);
+        ck_assert_uint_eq(region_home_take(r, out, 8), 0);
+        r->used = 0;
+        region_pool_release(r);
+    }
+    struct region *m = region_for_test(route_class_of(2048), 3);
+    ck_assert_uint_ge(m->cls, HAK_NTINY);
+    for (unsigned i = 0; i < 3; i++)
+        region_home_put(m, block_at(m, i));
+    void *out[4];
+    ck_assert_uint_eq(region_home_take(m, out, 1), 1);
+    ck_assert_ptr_eq(out[0], block_at(m, 2));            /* freed last, taken first */
+    ck_assert_uint_eq(region_home_take(m, out, 4), 2);
+    m->used = 0;
+    region_pool_release(m);
+}
+END_TEST
+
+START_TEST(test_home_block_double_free)
+{
+    unsigned c = route_class_of(64);
+    void *blk[2 * HAK_SLOTS_CAP_MAX + 2];
+    unsigned n = 0;
+    blk[n++] = hak_malloc(64);
+    struct heap *h = heap_tls;
+    unsigned cap = slots_cap(h, c);
+    while (n < cap + 1 || slots_count(h, c))    /* cap + 1 blocks, and an empty cache */
+        blk[n++] = hak_malloc(64);
+    for (unsigned i = 0; i < cap; i++)
+        hak_free(blk[i]);
+    ck_assert_uint_eq(slots_count(h, c), cap);
+    void *p = blk[cap];
+    hak_free(p);                                    /* the slots are full: home */
+    ck_assert_uint_eq(*region_tag(region_of_tiny(p), (uintptr_t)p), TAG_HOME);
+    ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
+    for (unsigned i = cap + 1; i < n; i++)
+        hak_free(blk[i]);
+}
+END_TEST
+
 /* A class whose size is not a power of two has block starts every few granules: a
  * granule inside a block (48 B blocks: offsets 16 and 32 of every block) is refused. */
 START_TEST(test_interior_granules_refused)
@@ -278,6 +363,8 @@ int main(void)
     tcase_add_test(tc, test_foreign_map_none);
     tcase_add_test(tc, test_foreign_pointers_refused);
     tcase_add_test(tc, test_double_free_refused);
+    tcase_add_test(tc, test_home_take_order);
+    tcase_add_test(tc, test_home_block_double_free);
     tcase_add_test(tc, test_interior_pointers_refused);
     tcase_add_test(tc, test_interior_granules_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);

@@ -72,11 +72,12 @@ START_TEST(test_slots_overflow_to_region)
         hak_free(blk[i]);
     ck_assert_uint_eq(slots_count(h, c), cap);
     struct region *r = region_of_tiny(blk[cap]);
-    uint32_t used = r->used;
+    uint32_t used = r->used, nhome = r->nhome;
     hak_free(blk[cap]);              /* full: the block goes back to its region */
     ck_assert_uint_eq(slots_count(h, c), cap);
     ck_assert_ptr_eq(*h->slot_top[SLOT_INDEX(c)], blk[cap - 1]);
-    ck_assert_ptr_eq(r->free, blk[cap]);
+    ck_assert_uint_eq(*region_tag(r, (uintptr_t)blk[cap]), TAG_HOME);
+    ck_assert_uint_eq(r->nhome, nhome + 1);
     ck_assert_uint_eq(r->used, used - 1);
     for (unsigned i = cap + 1; i < n; i++)
         hak_free(blk[i]);

@@ -1,0 +1,59 @@
+/* Taking a region's home blocks: its list, then in a tiny region the tags that read
+ * TAG_HOME, a scan of dense tag bytes a word at a time that reads no block it hands out. */
+#include <string.h>
+#include "region.h"
+
+#define BYTES_OF(b) (0x0101010101010101ull * (uint8_t)(b))
+
+/* 0x80 in each byte of the eight tags from index i (a multiple of 8) that is TAG_HOME, in
+ * address order from the low byte.  Exact: no borrow crosses a byte. */
+static inline uint64_t home_bytes(const uint8_t *tags, uint32_t i)
+{
+    uint64_t w;
+    memcpy(&w, tags + i, sizeof w);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    uint64_t y = w ^ BYTES_OF(TAG_HOME);
+    return ~(((y & BYTES_OF(0x7F)) + BYTES_OF(0x7F)) | y | BYTES_OF(0x7F));
+}
+
+/* Whole words of tags are read: a region's tags take a whole number of words, all cleared
+ * when it takes its class (route_classes_init, region_pool_take).  Tags of blocks not
+ * yet carved, and of granules no block starts at, are 0. */
+unsigned region_home_take(struct region *r, void **out, unsigned want)
+{
+    unsigned n = 0, left = r->nhome;
+    if (left == 0 || want == 0)
+        return 0;
+    while (n < want && (out[n] = region_home_pop(r)) != NULL)
+        n++;
+    left -= n;
+    if (n == want || left == 0)
+        return n;
+    /* From where the last scan stopped, wrapping once round: a block going home costs its
+     * free one tag store and a count, no lowest-bit bookkeeping. */
+    uint32_t ntags = ((((uint32_t)r->chunks << HAK_CHUNK_SHIFT) >> r->gshift) + 7) & ~7u;
+    uint32_t i = r->home_pos & ~7u;
+    uint64_t m = home_bytes(r->tags, i) & (~(uint64_t)0 << 8 * (r->home_pos & 7));
+    for (uint32_t words = ntags / 8 + 1;;) {
+        while (m) {
+            uint32_t k = i + ((unsigned)__builtin_ctzll(m) >> 3);
+            r->tags[k] = (uint8_t)TAG_FREE;
+            out[n++] = (char *)r + ((size_t)k << r->gshift);
+            if (--left == 0 || n == want) {
+                r->home_pos = (uint16_t)(k + 1 < ntags ? k + 1 : 0);
+                r->nhome = (uint16_t)left;
+                return n;
+            }
+            m &= m - 1;
+        }
+        if (--words == 0)
+            break;
+        if ((i += 8) >= ntags)
+            i = 0;
+        m = home_bytes(r->tags, i);
+    }
+    r->nhome = 0;                       /* nhome was wrong: what was found is all there is */
+    return n;
+}

@@ -1,16 +1,18 @@
 /* Taking a region's home blocks: its list, then in a tiny region the tags that read
  * TAG_HOME, a scan of dense tag bytes a word at a time that reads no block it hands out. */
-#include <string.h>
 #include "region.h"
 
 #define BYTES_OF(b) (0x0101010101010101ull * (uint8_t)(b))
 
+typedef uint64_t __attribute__((may_alias)) tag_word;
+
 /* 0x80 in each byte of the eight tags from index i (a multiple of 8) that is TAG_HOME, in
- * address order from the low byte.  Exact: no borrow crosses a byte. */
+ * address order from the low byte.  Exact: no borrow crosses a byte.  The load is atomic
+ * (relaxed): the word holds live blocks' tags too, which another thread's free may flip
+ * meanwhile (never to or from TAG_HOME, so the scan's answer does not depend on it). */
 static inline uint64_t home_bytes(const uint8_t *tags, uint32_t i)
 {
-    uint64_t w;
-    memcpy(&w, tags + i, sizeof w);
+    uint64_t w = __atomic_load_n((const tag_word *)(const void *)(tags + i), __ATOMIC_RELAXED);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     w = __builtin_bswap64(w);
 #endif

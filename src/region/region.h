@@ -49,7 +49,7 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: list link encoding key */
     uint32_t bsize;
-    uint8_t  tags[];                 /* (chunks * 64 KiB) >> gshift bytes (a whole number of
+    uint8_t  tags[] HAK_ALIGNED(8);  /* (chunks * 64 KiB) >> gshift bytes (whole, aligned
                                         words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 

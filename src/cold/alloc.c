@@ -17,9 +17,7 @@ static void region_collect(struct region *r)
     void *p = atomic_exchange(&r->remote, NULL);
     while (p) {
         void *next = region_link_load(r, p, 1);
-        region_link_store(r, p, r->free);
-        r->free = p;
-        r->nhome++;
+        region_home_link(r, p);
         r->used--;
         p = next;
     }

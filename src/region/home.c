@@ -20,8 +20,8 @@ static inline uint64_t home_bytes(const uint8_t *tags, uint32_t i)
     return ~(((y & BYTES_OF(0x7F)) + BYTES_OF(0x7F)) | y | BYTES_OF(0x7F));
 }
 
-/* Whole words of tags are read: a region's tags take a whole number of words, all cleared
- * when it takes its class (route_classes_init, region_pool_take).  Tags of blocks not
+/* Whole words of tags are read: a class's ntags is a whole number of words, all cleared
+ * when a region takes the class (route_classes_init, region_pool_take).  Tags of blocks not
  * yet carved, and of granules no block starts at, are 0. */
 unsigned region_home_take(struct region *r, void **out, unsigned want)
 {
@@ -35,7 +35,7 @@ unsigned region_home_take(struct region *r, void **out, unsigned want)
         return n;
     /* From where the last scan stopped, wrapping once round: a block going home costs its
      * free one tag store and a count, no lowest-bit bookkeeping. */
-    uint32_t ntags = ((((uint32_t)r->chunks << HAK_CHUNK_SHIFT) >> r->gshift) + 7) & ~7u;
+    uint32_t ntags = route_classes[r->cls].ntags;
     uint32_t i = r->home_pos & ~7u;
     uint64_t m = home_bytes(r->tags, i) & (~(uint64_t)0 << 8 * (r->home_pos & 7));
     for (uint32_t words = ntags / 8 + 1;;) {

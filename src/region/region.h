@@ -164,19 +164,27 @@ HAK_INLINE void region_link_store(struct region *r, void *blk, void *next)
     HAK_POISON(blk, sizeof(void *));
 }
 
+/* A free block of r onto its home list (owner only): every mid block, and the remote
+ * frees the owner collects, which come linked. */
+HAK_INLINE void region_home_link(struct region *r, void *p)
+{
+    region_link_store(r, p, r->free);
+    r->free = p;
+    r->nhome++;
+}
+
 /* A free block of r goes home (owner only). */
 HAK_INLINE void region_home_put(struct region *r, void *p)
 {
     if (r->cls < HAK_NTINY) {
         r->tags[((uintptr_t)p - (uintptr_t)r) >> r->gshift] = (uint8_t)TAG_HOME;
+        r->nhome++;
     } else {
-        region_link_store(r, p, r->free);
-        r->free = p;
+        region_home_link(r, p);
     }
-    r->nhome++;
 }
 
-/* A mid malloc's block: the head of r's home list, or NULL. */
+/* The head of r's home list, or NULL: a mid malloc's block, and the first a refill takes. */
 HAK_INLINE void *region_home_pop(struct region *r)
 {
     void *p = r->free;

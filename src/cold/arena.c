@@ -2,6 +2,7 @@
  * region freed by one class is reused by any other, and the OS sees few mmap/munmap calls. */
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include "arena.h"
 #include "os.h"
 #include "../common/attrs.h"
@@ -155,20 +156,40 @@ static uint32_t arena_now_ms(void)
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
 
-/* Purges free resident chunks released at least `delay` ms ago, in address order, until
- * at most `retain` bytes stay resident; each run of such chunks is one madvise.  Only
- * chunks that have waited go, so what was freed last (and is likeliest to be taken
- * again) stays. */
-static void arena_sweep(uint32_t now, uint32_t delay, size_t retain)
+/* Runs waiting for their purge: gathered by a sweep and given back in one call, so the
+ * kernel flushes the TLB once for all of them (a madvise each cost 60 us on a PVM guest,
+ * most of it the flush).  Filled and emptied under the pool's lock. */
+#define PURGE_BATCH 256u
+static struct iovec purge_runs[PURGE_BATCH];
+static unsigned purge_n;
+static int purge_batched;                   /* Phase 95, for this sweep */
+
+static void purge_flush(void)
 {
-    if (now == last_sweep_ms)
-        return;
-    last_sweep_ms = now;
-    for (unsigned a = 0; a < arenas_n && resident_free > retain; a++) {
+    if (purge_n)
+        os_purge_many(purge_runs, purge_n, purge_batched);
+    purge_n = 0;
+}
+
+static void purge_add(uintptr_t p, size_t len)
+{
+    purge_runs[purge_n].iov_base = (void *)p;
+    purge_runs[purge_n].iov_len = len;
+    if (++purge_n == PURGE_BATCH)
+        purge_flush();
+}
+
+/* Purges free resident chunks released at least `delay` ms ago, in address order, until
+ * at most `target` bytes stay resident; each run of such chunks is one entry of the
+ * batch.  Only chunks that have waited go, so what was freed last (and is likeliest to
+ * be taken again) stays; delay 0 takes any. */
+static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
+{
+    for (unsigned a = 0; a < arenas_n && resident_free > target; a++) {
         struct arena *ar = &arenas[a];
         if (ar->ndirty == 0)
             continue;
-        for (unsigned i = 0; i < ar->nchunks && resident_free > retain;) {
+        for (unsigned i = 0; i < ar->nchunks && resident_free > target;) {
             uint64_t m = (ar->free[i >> 6] & ar->dirty[i >> 6]) >> (i & 63);
             if (m == 0) {                   /* no resident free chunk in the rest of this word */
                 i = (i | 63) + 1;
@@ -179,18 +200,19 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t retain)
                 i++;
                 continue;
             }
-            size_t excess = (resident_free - retain + HAK_CHUNK_SIZE - 1) >> HAK_CHUNK_SHIFT;
+            size_t excess = (resident_free - target + HAK_CHUNK_SIZE - 1) >> HAK_CHUNK_SHIFT;
             unsigned j = i + 1;
             while (j < ar->nchunks && j - i < excess && bit_get(ar->free, j) && bit_get(ar->dirty, j)
                    && now - ar->freed_ms[j] >= delay)
                 j++;
-            os_purge((void *)(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT)), (size_t)(j - i) << HAK_CHUNK_SHIFT);
+            purge_add(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT), (size_t)(j - i) << HAK_CHUNK_SHIFT);
             bits_set(ar->dirty, i, j - i, 0);
             ar->ndirty -= j - i;
             resident_free -= (size_t)(j - i) << HAK_CHUNK_SHIFT;
             i = j;
         }
     }
+    purge_flush();
 }
 
 /* The `more` chunks right after a's run of `chunks`, when all are free in the same arena:
@@ -226,7 +248,7 @@ static size_t arena_wait_max(size_t retain)
     return used > 2 * retain ? used : 2 * retain;
 }
 
-HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay)
+HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched)
 {
     struct arena *ar = arena_of(a);
     size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
@@ -243,23 +265,37 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
         memset(ar, 0, sizeof *ar);
         return 1;
     }
-    /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
-     * freed and soon needed again (a program's working set moving between classes) is not
-     * purged and faulted back in.  arena_wait_max() bounds what waits. */
-    uint32_t now = delay ? arena_now_ms() : 0;
-    if (resident_free + size > retain && (delay == 0 || resident_free + size > arena_wait_max(retain))) {
+    if (delay == 0 && resident_free + size > retain) {
         os_purge((void *)a, size);
-        if (delay)
-            arena_sweep(now, delay, retain);
         return 1;
     }
+    /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
+     * freed and soon needed again (a program's working set moving between classes) is not
+     * purged and faulted back in. */
+    uint32_t now = delay ? arena_now_ms() : 0;
     bits_set(ar->dirty, i, chunks, 1);
     ar->ndirty += chunks;
     for (unsigned j = i; j < i + chunks; j++)
         ar->freed_ms[j] = now;
     resident_free += size;
-    if (resident_free > retain)
+    if (resident_free <= retain)
+        return 0;
+    purge_batched = batched;
+    /* arena_wait_max() bounds what waits.  Past it by an eighth, what has waited goes down
+     * to `retain`, then any run down to the bound: an eighth of the bound or more at a
+     * time, so a program freeing its heap (frag's end) purges in a few sweeps, not one
+     * call per region as it frees them. */
+    size_t wait = arena_wait_max(retain);
+    if (resident_free > wait + wait / 8) {
         arena_sweep(now, delay, retain);
+        arena_sweep(now, 0, wait);
+        last_sweep_ms = now;
+        return 1;
+    }
+    if (now != last_sweep_ms) {             /* at most once per tick */
+        last_sweep_ms = now;
+        arena_sweep(now, delay, retain);
+    }
     return 0;
 }
 

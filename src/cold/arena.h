@@ -15,11 +15,13 @@ uintptr_t arena_take(unsigned chunks, int *clean);
 
 /* Gives a region's chunks back.  Their pages stay resident while the arenas' resident
  * free bytes are within `retain`; beyond that, chunks free for at least `delay` ms are
- * purged (in address order), and a run released while 2 x `retain` is resident is purged
- * at once (delay 0: every run past `retain` at once).  Purges happen under the lock, so
- * no taker sees a run before it reads as zero.  An arena left wholly free is unmapped
- * when the other arenas have at least as much free room. */
-int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay);   /* 1: purged or unmapped */
+ * purged (in address order).  When more waits than an eighth past the bound (twice
+ * `retain`, or what is in use if more), those that have waited go down to `retain` and
+ * then any down to the bound, all at once (delay 0: every run past `retain` at once).
+ * `batched` (Phase 95): each sweep's runs go back in one call.  Purges happen under the
+ * lock, so no taker sees a run before it reads as zero.  An arena left wholly free is
+ * unmapped when the other arenas have at least as much free room. */
+int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched);   /* 1: purged or unmapped */
 
 /* Takes the `more` chunks right after the run [a, a + chunks) if they are all free: 1. */
 int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);

@@ -5,6 +5,9 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include "os.h"
 #include "../common/attrs.h"
 
@@ -85,6 +88,37 @@ HAK_COLD void os_purge(void *p, size_t size)
 {
     int e = errno;
     madvise(p, size, MADV_DONTNEED);
+    errno = e;
+}
+
+/* The process itself as a pidfd (Linux 6.14): no descriptor to open, keep or lose in fork. */
+#define OS_PIDFD_SELF_PROCESS (-10001)
+
+/* 0 once the kernel has refused process_madvise for this process (older than 6.13, no
+ * PIDFD_SELF, a seccomp filter): from then on every run is its own madvise. */
+static _Atomic int os_many_ok = 1;
+
+HAK_COLD void os_purge_many(struct iovec *v, unsigned n, int batched)
+{
+    int e = errno;
+    unsigned i = 0;
+    if (batched && atomic_load_explicit(&os_many_ok, memory_order_relaxed)) {
+        long r = syscall(SYS_process_madvise, OS_PIDFD_SELF_PROCESS, v, (size_t)n, MADV_DONTNEED, 0u);
+        if (r < 0) {
+            atomic_store_explicit(&os_many_ok, 0, memory_order_relaxed);
+        } else {
+            /* It may stop short; the runs it did not reach get one madvise each. */
+            size_t done = (size_t)r;
+            for (; i < n && done >= v[i].iov_len; i++)
+                done -= v[i].iov_len;
+            if (i < n && done) {
+                madvise((char *)v[i].iov_base + done, v[i].iov_len - done, MADV_DONTNEED);
+                i++;
+            }
+        }
+    }
+    for (; i < n; i++)
+        madvise(v[i].iov_base, v[i].iov_len, MADV_DONTNEED);
     errno = e;
 }
 

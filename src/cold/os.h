@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define OS_PAGE 4096u
 #define OS_HUGE_PAGE ((size_t)2 << 20)  /* x86-64's transparent huge page */
@@ -13,6 +14,9 @@ void *os_map(size_t size);                       /* zeroed, page-aligned, NULL o
 void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PAGE */
 void  os_unmap(void *p, size_t size);
 void  os_purge(void *p, size_t size);            /* give the pages back; they read as zero after */
+/* os_purge of n runs; `batched` (Phase 95): in one process_madvise call, so the kernel
+ * flushes the TLB once for all of them (one madvise each where the kernel refuses). */
+void  os_purge_many(struct iovec *v, unsigned n, int batched);
 void  os_advise_huge(void *p, size_t size);      /* MADV_HUGEPAGE; a kernel without THP ignores it */
 void *os_remap(void *p, size_t old_size, size_t new_size);
 /* Moves the pages of [src, src+size) over [dst, dst+size) (whose old pages are dropped),

@@ -71,7 +71,8 @@ HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
 {
     HAK_UNPOISON((void *)a, (size_t)chunks << HAK_CHUNK_SHIFT);
     pthread_mutex_lock(&pool_mutex);
-    int purged = arena_release(a, chunks, policy_now()->purge_cap, policy_now()->purge_delay_ms);
+    const struct policy *p = policy_now();
+    int purged = arena_release(a, chunks, p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95);
     pthread_mutex_unlock(&pool_mutex);
     if (purged)
         cold_obs_region(1);

@@ -236,6 +236,11 @@ HAK_COLD int arena_chunk_free(uintptr_t a)
     return ar && bit_get(ar->free, (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT));
 }
 
+HAK_COLD size_t arena_in_use(void)
+{
+    return used_total << HAK_CHUNK_SHIFT;
+}
+
 /* How much freed memory may stay resident waiting out its delay: twice `retain`, or as
  * much as is in use when that is more.  An amount and a share of what is live, checked on
  * every release, so the bound holds when the process goes idle (DESIGN.md: jemalloc's

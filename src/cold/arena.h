@@ -23,6 +23,9 @@ uintptr_t arena_take(unsigned chunks, int *clean);
  * unmapped when the other arenas have at least as much free room. */
 int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched);   /* 1: purged or unmapped */
 
+/* Bytes of chunks in regions and large blocks. */
+size_t arena_in_use(void);
+
 /* Takes the `more` chunks right after the run [a, a + chunks) if they are all free: 1. */
 int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);
 

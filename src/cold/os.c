@@ -91,6 +91,24 @@ HAK_COLD void os_purge(void *p, size_t size)
     errno = e;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23          /* Linux 5.14; older headers lack it */
+#endif
+
+/* 0 once the kernel has refused MADV_POPULATE_WRITE (before 5.14): the pages fault in
+ * one by one as they are touched, as they always did. */
+static _Atomic int os_populate_ok = 1;
+
+HAK_COLD void os_populate(void *p, size_t size)
+{
+    if (!atomic_load_explicit(&os_populate_ok, memory_order_relaxed))
+        return;
+    int e = errno;
+    if (madvise(p, size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+        atomic_store_explicit(&os_populate_ok, 0, memory_order_relaxed);
+    errno = e;                          /* short of memory: the touches will fault, as without */
+}
+
 /* The process itself as a pidfd (Linux 6.14): no descriptor to open, keep or lose in fork. */
 #define OS_PIDFD_SELF_PROCESS (-10001)
 

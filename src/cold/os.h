@@ -17,6 +17,9 @@ void  os_purge(void *p, size_t size);            /* give the pages back; they re
 /* os_purge of n runs; `batched` (Phase 95): in one process_madvise call, so the kernel
  * flushes the TLB once for all of them (one madvise each where the kernel refuses). */
 void  os_purge_many(struct iovec *v, unsigned n, int batched);
+/* Faults the (zero) pages of [p, p+size) in with one call: each page the program then
+ * touches costs no page fault (a tenth of one on a shadow-paging guest). */
+void  os_populate(void *p, size_t size);
 void  os_advise_huge(void *p, size_t size);      /* MADV_HUGEPAGE; a kernel without THP ignores it */
 void *os_remap(void *p, size_t old_size, size_t new_size);
 /* Moves the pages of [src, src+size) over [dst, dst+size) (whose old pages are dropped),

@@ -33,17 +33,26 @@ void region_pool_reset_locks(void)
     pthread_mutex_init(&abandoned_mutex, NULL);
 }
 
+/* Phase 96 populates a fresh region only once this much is in use: a small program's
+ * regions, most of them barely used, keep faulting in page by page (its RSS stays
+ * mimalloc's), while a big heap's few partly used regions are a small share of it. */
+#define POOL_POPULATE_MIN ((size_t)16 << 20)
+
 /* Takes `chunks` free chunks from the arenas, mapping a new arena (outside the lock) when
- * none has room; *clean says the memory reads as zero. */
-static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean)
+ * none has room; *clean says the memory reads as zero.  `populate` (Phase 96): fresh
+ * pages of a big heap are faulted in with one call. */
+static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
 {
     for (;;) {
         pthread_mutex_lock(&pool_mutex);
         uintptr_t r = arena_take(chunks, clean);
+        populate = populate && arena_in_use() >= POOL_POPULATE_MIN;
         pthread_mutex_unlock(&pool_mutex);
         /* Pages that would fault in: take a free large span's resident ones instead. */
         if (r && *clean && large_donate(r, (size_t)chunks << HAK_CHUNK_SHIFT))
             *clean = 0;
+        if (r && *clean && populate)
+            os_populate((void *)r, (size_t)chunks << HAK_CHUNK_SHIFT);
         if (r)
             return r;
         unsigned n;
@@ -64,7 +73,7 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean)
  * regions' are one pool under one purge policy (large.c keeps the registry). */
 HAK_COLD uintptr_t region_pool_chunks(unsigned chunks, int *clean)
 {
-    return pool_get(chunks, clean);
+    return pool_get(chunks, clean, 0);     /* a big block may be touched sparsely */
 }
 
 HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
@@ -107,7 +116,10 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
 {
     const struct route_class *rc = &route_classes[cls];
     int clean;
-    uintptr_t a = pool_get(rc->chunks, &clean);
+    /* Regions up to 128 KiB: one barely used costs little RSS populated, and their small
+     * blocks would fault a page every few allocations. */
+    int populate = HAK_PHASE96 && policy_now()->phase96 && rc->chunks <= 2;
+    uintptr_t a = pool_get(rc->chunks, &clean, populate);
     if (a == 0)
         return NULL;
     struct region *r = (struct region *)a;

@@ -257,6 +257,37 @@ START_TEST(test_phase94_policy)
 }
 END_TEST
 
+/* [phases] phase96 (HAKMEM_PHASE96=off in the unit-arena-phase96-off run): once 16 MiB
+ * is in use, a region taken from fresh pages is resident whole before the first block is
+ * touched; with the phase off only the pages touched are.  A small heap's never are. */
+START_TEST(test_phase96_populate)
+{
+    char v[16], src[128];
+    ck_assert_int_eq(hak_policy_get("phases.phase96", v, sizeof v, src, sizeof src), 0);
+    int on = !strcmp(v, "on");
+    ck_assert_int_eq(hak_policy_get("phases.phase94", v, sizeof v, src, sizeof src), 0);
+    int huge = !strcmp(v, "on") && thp_kernel();    /* a huge page is resident whole anyway */
+    char *small = hak_malloc(3000);             /* a 64 KiB region, the heap still small */
+    ck_assert_ptr_nonnull(small);
+    if (!huge)
+        ck_assert_uint_lt(resident_pages((uintptr_t)small & ~(uintptr_t)(HAK_CHUNK_SIZE - 1)), 16);
+    void *big[17];
+    for (unsigned i = 0; i < 17; i++)
+        ck_assert_ptr_nonnull(big[i] = hak_malloc(1 << 20));    /* chunk runs: in use */
+    char *b = hak_malloc(6000);                 /* another 64 KiB class: a fresh region */
+    ck_assert_ptr_nonnull(b);
+    unsigned r = resident_pages((uintptr_t)b & ~(uintptr_t)(HAK_CHUNK_SIZE - 1));
+    if (on)
+        ck_assert_uint_eq(r, 16);
+    else if (!huge)
+        ck_assert_uint_lt(r, 16);
+    for (unsigned i = 0; i < 17; i++)
+        hak_free(big[i]);
+    hak_free(b);
+    hak_free(small);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("arena");
@@ -269,6 +300,7 @@ int main(void)
     tcase_add_test(tc, test_extend_and_free_chunks);
     tcase_add_test(tc, test_wait_follows_use);
     tcase_add_test(tc, test_huge_arena_mapping);
+    tcase_add_test(tc, test_phase96_populate);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

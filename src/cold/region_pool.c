@@ -139,6 +139,7 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->nblocks = rc->nblocks;
     r->blocks_off = rc->blocks_off;
     atomic_store_explicit(&r->remote, NULL, memory_order_relaxed);
+    atomic_store_explicit(&r->remote_home, 0, memory_order_relaxed);
     r->next = r->prev = NULL;
     r->secret = region_secret(a);
     atomic_store(&r->owner, h);

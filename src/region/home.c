@@ -9,7 +9,8 @@ typedef uint64_t __attribute__((may_alias)) tag_word;
 /* 0x80 in each byte of the eight tags from index i (a multiple of 8) that is TAG_HOME, in
  * address order from the low byte.  Exact: no borrow crosses a byte.  The load is atomic
  * (relaxed): the word holds live blocks' tags too, which another thread's free may flip
- * meanwhile (never to or from TAG_HOME, so the scan's answer does not depend on it). */
+ * meanwhile, to TAG_FREE or (Phase 97, tiny) to TAG_HOME: such a block is found now or by
+ * a later scan, and region_home_take's acquire fence orders that free before the reuse. */
 static inline uint64_t home_bytes(const uint8_t *tags, uint32_t i)
 {
     uint64_t w = __atomic_load_n((const tag_word *)(const void *)(tags + i), __ATOMIC_RELAXED);
@@ -44,6 +45,7 @@ unsigned region_home_take(struct region *r, void **out, unsigned want)
             r->tags[k] = (uint8_t)TAG_FREE;
             out[n++] = (char *)r + ((size_t)k << r->gshift);
             if (--left == 0 || n == want) {
+                atomic_thread_fence(memory_order_acquire);
                 r->home_pos = (uint16_t)(k + 1 < ntags ? k + 1 : 0);
                 r->nhome = (uint16_t)left;
                 return n;
@@ -57,5 +59,6 @@ unsigned region_home_take(struct region *r, void **out, unsigned want)
         m = home_bytes(r->tags, i);
     }
     r->nhome = 0;                       /* nhome was wrong: what was found is all there is */
+    atomic_thread_fence(memory_order_acquire);
     return n;
 }

@@ -22,7 +22,9 @@ struct heap;
 #define TAG_HOME        0x02u    /* a tiny region's free block back home (not cached) */
 
 /* Invariant, owner thread view: used = nblocks - nhome - (nblocks - carved); blocks on
- * `remote` still count as used until the owner collects them.  The blocks back in the
+ * `remote` or counted in `remote_home` still count as used until the owner collects them
+ * (a scan may take a TAG_HOME block before its count is collected: then nhome runs ahead
+ * of the tags until a scan finds fewer, while used stays exact).  The blocks back in the
  * region ("home") are kept as their consumer takes them.  A tiny region is refilled from
  * in batches for the thread's slots, which give recency already: the blocks its owner
  * sends home are tagged TAG_HOME, so a refill scans dense tag bytes (on from home_pos, in
@@ -49,6 +51,7 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: list link encoding key */
     uint32_t bsize;
+    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome */
     uint8_t  tags[] HAK_ALIGNED(8);  /* (chunks * 64 KiB) >> gshift bytes (whole, aligned
                                         words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
@@ -162,6 +165,13 @@ HAK_INLINE void region_link_store(struct region *r, void *blk, void *next)
     HAK_UNPOISON(blk, sizeof(void *));
     *(uintptr_t *)blk = (uintptr_t)next ^ region_link_key(r, blk);
     HAK_POISON(blk, sizeof(void *));
+}
+
+/* Blocks other threads freed into r that its owner has not collected yet. */
+HAK_INLINE int region_remote_pending(struct region *r)
+{
+    return atomic_load_explicit(&r->remote, memory_order_relaxed) != NULL
+        || atomic_load_explicit(&r->remote_home, memory_order_relaxed) != 0;
 }
 
 /* A free block of r onto its home list (owner only): every mid block, and the remote

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include "check_run.h"
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -193,6 +195,75 @@ START_TEST(test_home_block_double_free)
 }
 END_TEST
 
+/* Another thread's free.  Phase 97 (HAKMEM_PHASE97=off in the unit-region-phase97-off
+ * run): a tiny block goes home by its tag and the region's remote_home count, with
+ * nothing written into the block; off, and for mid blocks always, it is pushed onto the
+ * region's linked remote stack.  Either way a second free is a double free, and the
+ * owner's next refill of the class hands the block out again before carving new ones. */
+static void *free_in_thread(void *p)
+{
+    hak_free(p);
+    return NULL;
+}
+
+static void *free_reported_in_thread(void *p)
+{
+    return (void *)free_reported(p);
+}
+
+static void remote_free(void *p, int reported)
+{
+    pthread_t t;
+    void *rep;
+    ck_assert_int_eq(pthread_create(&t, NULL, reported ? free_reported_in_thread : free_in_thread, p), 0);
+    ck_assert_int_eq(pthread_join(t, &rep), 0);
+    if (reported)
+        ck_assert_ptr_nonnull(strstr(rep, "double free"));
+}
+
+START_TEST(test_remote_free_goes_home)
+{
+    char v[16], src[128];
+    ck_assert_int_eq(hak_policy_get("phases.phase97", v, sizeof v, src, sizeof src), 0);
+    int on = !strcmp(v, "on");
+    static const size_t sizes[] = { 64, 1024, 3000 };      /* tiny, the largest tiny, mid */
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        unsigned cls = route_class_of(sizes[s]);
+        int home = on && cls < HAK_NTINY;
+        char *p = hak_malloc(sizes[s]);
+        ck_assert_ptr_nonnull(p);
+        memset(p, 0x5a, sizes[s]);
+        struct region *r = region_of_block(p);
+        remote_free(p, 0);
+        ck_assert_uint_eq(*region_tag(r, (uintptr_t)p), home ? TAG_HOME : TAG_FREE);
+        ck_assert_uint_eq(atomic_load(&r->remote_home), home ? 1 : 0);
+        ck_assert_ptr_eq(atomic_load(&r->remote), home ? NULL : (void *)p);
+#ifndef __SANITIZE_ADDRESS__                                 /* a freed block is poisoned */
+        if (home)
+            ck_assert_uint_eq((unsigned char)p[0], 0x5a);   /* no link written into it */
+#endif
+        remote_free(p, 1);
+        ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
+        /* Held live, the class's blocks come from its regions' home and remote blocks
+         * before fresh ones: p is among the first few regions' worth. */
+        unsigned max = 4 * route_classes[cls].nblocks, n = 0;
+        void **held = malloc(max * sizeof *held);
+        ck_assert_ptr_nonnull(held);
+        int found = 0;
+        while (n < max && !found) {
+            held[n] = hak_malloc(sizes[s]);
+            ck_assert_ptr_nonnull(held[n]);
+            found = held[n++] == p;
+        }
+        ck_assert_msg(found, "%zu B: the block freed by another thread was not reused in %u mallocs", sizes[s], n);
+        ck_assert_uint_eq(atomic_load(&r->remote_home), 0);
+        for (unsigned i = 0; i < n; i++)
+            hak_free(held[i]);
+        free(held);
+    }
+}
+END_TEST
+
 /* A class whose size is not a power of two has block starts every few granules: a
  * granule inside a block (48 B blocks: offsets 16 and 32 of every block) is refused. */
 START_TEST(test_interior_granules_refused)
@@ -365,6 +436,7 @@ int main(void)
     tcase_add_test(tc, test_double_free_refused);
     tcase_add_test(tc, test_home_take_order);
     tcase_add_test(tc, test_home_block_double_free);
+    tcase_add_test(tc, test_remote_free_goes_home);
     tcase_add_test(tc, test_interior_pointers_refused);
     tcase_add_test(tc, test_interior_granules_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);

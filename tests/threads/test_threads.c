@@ -30,6 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "testrand.h"
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define SANITIZED 1
+#endif
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -106,6 +110,13 @@ static void cap_begin(void)
     if (cap_file == NULL)
         return;
     cap_saved_fd = dup(2);
+#ifdef SANITIZED
+    /* A sanitizer report ends the process before cap_end could echo it: send reports to
+     * the real stderr, kept open for the rest of the run. */
+    static int report_fd = -1;
+    if (report_fd < 0 && (report_fd = dup(2)) >= 0)
+        __sanitizer_set_report_fd((void *)(intptr_t)report_fd);
+#endif
     dup2(fileno(cap_file), 2);
 }
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds hakmem FAST PGO beside the Standard build with Meson's b_pgo: an instrumented
-# libhakmem.so (b_pgo=generate) is trained by preloading it into the benchmarks, then
-# rebuilt with the profile (b_pgo=use); finally `hakmem ab` compares Standard and FAST PGO.
-# Every run retrains from scratch, so it is safe to rerun after any source change.
-# Usage: scripts/pgo.sh [--std DIR] [--pgo DIR] [--runs N] [--no-ab]
+# Builds hakmem FAST PGO beside the Standard build with Meson's b_pgo and b_lto: an
+# instrumented libhakmem.so (b_pgo=generate) is trained by preloading it into the
+# benchmarks, then rebuilt with the profile (b_pgo=use); finally `hakmem ab` compares
+# Standard and FAST PGO. Every run retrains from scratch, so it is safe to rerun.
+# Usage: scripts/pgo.sh [--std DIR] [--pgo DIR] [--runs N] [--no-ab] [--no-lto]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: $0 [--std DIR (default build)] [--pgo DIR (default build-pgo)] [--runs N (default 10)] [--no-ab]" >&2
+  echo "usage: $0 [--std DIR (default build)] [--pgo DIR (default build-pgo)] [--runs N (default 10)] [--no-ab] [--no-lto]" >&2
   exit 2
 }
 
@@ -16,12 +16,14 @@ std=build
 pgo=build-pgo
 runs=10
 do_ab=1
+lto=true
 while [ $# -gt 0 ]; do
   case $1 in
     --std) [ $# -ge 2 ] || usage; std=$2; shift 2 ;;
     --pgo) [ $# -ge 2 ] || usage; pgo=$2; shift 2 ;;
     --runs) [ $# -ge 2 ] || usage; runs=$2; shift 2 ;;
     --no-ab) do_ab=0; shift ;;
+    --no-lto) lto=false; shift ;;
     -h|--help) usage ;;
     *) echo "pgo.sh: unknown argument $1" >&2; usage ;;
   esac
@@ -43,15 +45,20 @@ step "Standard build ($std)"
 run ninja -C "$std"
 
 # The PGO build mirrors the Standard build's options (phases, buildtype, flags) so that
-# the profile is the only difference; tests are not built there (they are not measured,
-# and their instrumented runs would add to the shared core's profile).
+# the profile and link-time optimisation are the only differences. LTO is FAST's because
+# the profile decides more across files: the cold paths (refill, collect, spill) live in
+# their own .c files and only LTO lets the profile inline and lay them out with their
+# callers (prodcons 7.4 % fewer instructions with both, 3.8 % with the profile alone).
+# Its static library then holds slim LTO objects: FAST is for measuring, not installing.
+# Tests are not built there (they are not measured, and their instrumented runs would
+# add to the shared core's profile).
 # A command substitution, not `< <(...)`, so that set -e stops on a failure.
 std_opts_text=$(python3 - "$std/meson-info/intro-buildoptions.json" <<'EOF'
 import json, shlex, sys
 for o in json.load(open(sys.argv[1])):
     name, value = o["name"], o["value"]
     if (o["section"] == "user" and name != "tests") or name in (
-            "optimization", "debug", "b_ndebug", "b_lto", "b_sanitize", "c_args", "c_link_args"):
+            "optimization", "debug", "b_ndebug", "b_sanitize", "c_args", "c_link_args"):
         if isinstance(value, bool):
             value = str(value).lower()
         elif isinstance(value, list):
@@ -60,7 +67,7 @@ for o in json.load(open(sys.argv[1])):
 EOF
 )
 mapfile -t std_opts <<<"$std_opts_text"
-pgo_opts=(-Db_pgo=generate -Dtests=false "${std_opts[@]}")
+pgo_opts=(-Db_pgo=generate -Db_lto="$lto" -Dtests=false "${std_opts[@]}")
 
 step "instrumented build ($pgo, b_pgo=generate)"
 if [ -f "$pgo/meson-private/coredata.dat" ]; then
@@ -138,6 +145,9 @@ run meson configure "$pgo" -Db_pgo=use
 # Targets that were not trained (the tool, the benchmarks' own code) warn about a missing profile.
 run ninja -C "$pgo"
 expect_flag -fprofile-use
+if [ "$lto" = true ]; then
+  expect_flag -flto
+fi
 echo "FAST PGO library: $lib" >&2
 
 if [ "$do_ab" = 1 ]; then

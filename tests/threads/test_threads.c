@@ -30,9 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 #include "testrand.h"
+/* gcc names a sanitizer build by a macro, clang by __has_feature. */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/common_interface_defs.h>
 #define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifdef SANITIZED
+#include <sanitizer/common_interface_defs.h>
 #endif
 
 /* ---------------------------------------------------------------- helpers */

@@ -289,6 +289,8 @@ HAK_COLD void *cold_malloc(struct heap *h, size_t n)
         heap_check_epoch(h);
     }
     cold_obs_sync(h);               /* OBSERVE: every cold entry samples the live bytes */
+    if (HAK_PHASE99)
+        cold_purger_poll();
     if (n > HAK_MID_MAX)
         return large_alloc(n, 0, 0);
     return cold_alloc_class(h, route_class_of(n));

@@ -19,6 +19,8 @@ struct arena {
     unsigned  ndirty;                       /* chunks free && dirty: a take or sweep skips an arena without */
     uint64_t  free[ARENA_WORDS];            /* chunk not in any region */
     uint64_t  dirty[ARENA_WORDS];           /* free chunk whose pages may be resident */
+    uint64_t  busy[ARENA_WORDS];            /* handed to the purger (Phase 99): neither free nor in use */
+    unsigned  nbusy;
     uint32_t  freed_ms[ARENA_CHUNKS];       /* when a dirty chunk was released (arena_now_ms) */
 };
 
@@ -179,17 +181,43 @@ static void purge_add(uintptr_t p, size_t len)
         purge_flush();
 }
 
+/* Where a sweep's runs go when the purger collects them (Phase 99): out of the free
+ * bitmaps into the busy ones until it has purged them, so no taker sees a run before it
+ * reads as zero.  NULL: the sweep purges them itself. */
+static struct iovec *hand_out;
+static unsigned hand_max, hand_n;
+
+/* One run of a sweep: purged now, or handed out.  0 when the hand-out is full. */
+static int sweep_run(struct arena *ar, unsigned i, unsigned n)
+{
+    uintptr_t p = ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
+    size_t len = (size_t)n << HAK_CHUNK_SHIFT;
+    if (hand_out == NULL) {
+        purge_add(p, len);
+        return 1;
+    }
+    hand_out[hand_n].iov_base = (void *)p;
+    hand_out[hand_n].iov_len = len;
+    bits_set(ar->free, i, n, 0);
+    bits_set(ar->busy, i, n, 1);
+    ar->nfree -= n;
+    ar->nbusy += n;
+    free_total -= n;
+    return ++hand_n < hand_max;
+}
+
 /* Purges free resident chunks released at least `delay` ms ago, in address order, until
  * at most `target` bytes stay resident; each run of such chunks is one entry of the
  * batch.  Only chunks that have waited go, so what was freed last (and is likeliest to
  * be taken again) stays; delay 0 takes any. */
 static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
 {
-    for (unsigned a = 0; a < arenas_n && resident_free > target; a++) {
+    int more = 1;
+    for (unsigned a = 0; a < arenas_n && resident_free > target && more; a++) {
         struct arena *ar = &arenas[a];
         if (ar->ndirty == 0)
             continue;
-        for (unsigned i = 0; i < ar->nchunks && resident_free > target;) {
+        for (unsigned i = 0; i < ar->nchunks && resident_free > target && more;) {
             uint64_t m = (ar->free[i >> 6] & ar->dirty[i >> 6]) >> (i & 63);
             if (m == 0) {                   /* no resident free chunk in the rest of this word */
                 i = (i | 63) + 1;
@@ -205,10 +233,10 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
             while (j < ar->nchunks && j - i < excess && bit_get(ar->free, j) && bit_get(ar->dirty, j)
                    && now - ar->freed_ms[j] >= delay)
                 j++;
-            purge_add(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT), (size_t)(j - i) << HAK_CHUNK_SHIFT);
             bits_set(ar->dirty, i, j - i, 0);
             ar->ndirty -= j - i;
             resident_free -= (size_t)(j - i) << HAK_CHUNK_SHIFT;
+            more = sweep_run(ar, i, j - i);
             i = j;
         }
     }
@@ -233,12 +261,18 @@ HAK_COLD int arena_extend(uintptr_t a, unsigned chunks, unsigned more)
 HAK_COLD int arena_chunk_free(uintptr_t a)
 {
     struct arena *ar = arena_of(a);
-    return ar && bit_get(ar->free, (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT));
+    unsigned i = ar ? (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT) : 0;
+    return ar && (bit_get(ar->free, i) || bit_get(ar->busy, i));
 }
 
 HAK_COLD size_t arena_in_use(void)
 {
     return used_total << HAK_CHUNK_SHIFT;
+}
+
+HAK_COLD size_t arena_resident_free(void)
+{
+    return resident_free;
 }
 
 /* How much freed memory may stay resident waiting out its delay: twice `retain`, or as
@@ -253,7 +287,20 @@ static size_t arena_wait_max(size_t retain)
     return used > 2 * retain ? used : 2 * retain;
 }
 
-HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched)
+/* An arena left wholly free, when the others have room to spare: back to the OS.  1 if so. */
+static int arena_unmap_if_empty(struct arena *ar)
+{
+    if (ar->nfree != ar->nchunks || free_total - ar->nfree < ar->nchunks)
+        return 0;
+    resident_free -= (size_t)bits_count(ar->dirty, 0, ar->nchunks) << HAK_CHUNK_SHIFT;
+    free_total -= ar->nchunks;
+    os_unmap((void *)ar->base, (size_t)ar->nchunks << HAK_CHUNK_SHIFT);
+    memset(ar, 0, sizeof *ar);
+    return 1;
+}
+
+HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched,
+                           int deferred)
 {
     struct arena *ar = arena_of(a);
     size_t size = (size_t)chunks << HAK_CHUNK_SHIFT;
@@ -262,17 +309,11 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     ar->nfree += chunks;
     free_total += chunks;
     used_total -= chunks;
-    if (ar->nfree == ar->nchunks && free_total - ar->nfree >= ar->nchunks) {
-        /* wholly free, and the others have room to spare: back to the OS */
-        resident_free -= (size_t)bits_count(ar->dirty, 0, ar->nchunks) << HAK_CHUNK_SHIFT;
-        free_total -= ar->nchunks;
-        os_unmap((void *)ar->base, (size_t)ar->nchunks << HAK_CHUNK_SHIFT);
-        memset(ar, 0, sizeof *ar);
-        return 1;
-    }
+    if (arena_unmap_if_empty(ar))
+        return ARENA_PURGED;
     if (delay == 0 && resident_free + size > retain) {
         os_purge((void *)a, size);
-        return 1;
+        return ARENA_PURGED;
     }
     /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
      * freed and soon needed again (a program's working set moving between classes) is not
@@ -289,19 +330,80 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     /* arena_wait_max() bounds what waits.  Past it by an eighth, what has waited goes down
      * to `retain`, then any run down to the bound: an eighth of the bound or more at a
      * time, so a program freeing its heap (frag's end) purges in a few sweeps, not one
-     * call per region as it frees them. */
+     * call per region as it frees them.  `deferred`: the purger does it, unless it has
+     * fallen so far behind that the freeing thread must. */
     size_t wait = arena_wait_max(retain);
     if (resident_free > wait + wait / 8) {
+        if (deferred && resident_free <= ARENA_BEHIND * (wait + wait / 8))
+            return ARENA_SWEEP_DUE;
         arena_sweep(now, delay, retain);
         arena_sweep(now, 0, wait);
         last_sweep_ms = now;
-        return 1;
+        return ARENA_PURGED;
     }
     if (now != last_sweep_ms) {             /* at most once per tick */
         last_sweep_ms = now;
+        if (deferred)
+            return ARENA_SWEEP_DUE;
         arena_sweep(now, delay, retain);
     }
     return 0;
+}
+
+HAK_COLD unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t retain, uint32_t delay,
+                                      uint32_t *age_ms)
+{
+    uint32_t now = arena_now_ms();
+    size_t wait = arena_wait_max(retain);
+    hand_out = out;
+    hand_max = max;
+    hand_n = 0;
+    if (resident_free > retain)
+        arena_sweep(now, delay, retain);
+    if (hand_n < max && resident_free > wait)
+        arena_sweep(now, 0, wait);
+    hand_out = NULL;
+    /* Nothing has waited long enough, yet more than `retain` waits: it will have in `delay`. */
+    *age_ms = hand_n == 0 && resident_free > retain ? delay : 0;
+    return hand_n;
+}
+
+HAK_COLD void arena_purge_done(const struct iovec *runs, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++) {
+        uintptr_t a = (uintptr_t)runs[k].iov_base;
+        struct arena *ar = arena_of(a);
+        unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
+        unsigned c = (unsigned)(runs[k].iov_len >> HAK_CHUNK_SHIFT);
+        bits_set(ar->busy, i, c, 0);
+        bits_set(ar->free, i, c, 1);
+        ar->nbusy -= c;
+        ar->nfree += c;
+        free_total += c;
+        arena_unmap_if_empty(ar);
+    }
+}
+
+HAK_COLD void arena_after_fork_child(void)
+{
+    /* The purger did not come along: what it held goes back as free and maybe resident. */
+    uint32_t now = arena_now_ms();
+    for (unsigned a = 0; a < arenas_n; a++) {
+        struct arena *ar = &arenas[a];
+        for (unsigned i = 0; ar->nbusy && i < ar->nchunks; i++) {
+            if (!bit_get(ar->busy, i))
+                continue;
+            bits_set(ar->busy, i, 1, 0);
+            bits_set(ar->free, i, 1, 1);
+            bits_set(ar->dirty, i, 1, 1);
+            ar->freed_ms[i] = now;
+            ar->nbusy--;
+            ar->nfree++;
+            ar->ndirty++;
+            free_total++;
+            resident_free += HAK_CHUNK_SIZE;
+        }
+    }
 }
 
 HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int huge)

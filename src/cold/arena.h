@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* All calls: the caller holds the region pool's lock (region_pool.c). */
 
@@ -18,13 +19,29 @@ uintptr_t arena_take(unsigned chunks, int *clean);
  * purged (in address order).  When more waits than an eighth past the bound (twice
  * `retain`, or what is in use if more), those that have waited go down to `retain` and
  * then any down to the bound, all at once (delay 0: every run past `retain` at once).
- * `batched` (Phase 95): each sweep's runs go back in one call.  Purges happen under the
- * lock, so no taker sees a run before it reads as zero.  An arena left wholly free is
+ * `batched` (Phase 95): each sweep's runs go back in one call.  `deferred` (Phase 99):
+ * the sweep is left to the purger thread (ARENA_SWEEP_DUE).  Purges happen under the
+ * lock, or on runs taken out of the free ones, so no taker sees a run before it reads as
+ * zero.  An arena left wholly free is
  * unmapped when the other arenas have at least as much free room. */
-int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched);   /* 1: purged or unmapped */
+int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched, int deferred);
+#define ARENA_PURGED    1   /* arena_release purged or unmapped */
+#define ARENA_SWEEP_DUE 2   /* `deferred` (Phase 99): a sweep is due, for the purger to run */
+/* A deferred sweep runs on the freeing thread after all once this many times the bound waits. */
+#define ARENA_BEHIND    8u
+
+/* Phase 99, for the purger thread: the runs one sweep would purge (up to max), taken out
+ * of the free chunks until arena_purge_done() gives them back, now reading as zero.
+ * *age_ms: when none is due yet but some will be, how long until then (else 0). */
+unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t retain, uint32_t delay, uint32_t *age_ms);
+void     arena_purge_done(const struct iovec *runs, unsigned n);
+/* In a fork child (no purger there): runs the purger held are free again, maybe resident. */
+void     arena_after_fork_child(void);
 
 /* Bytes of chunks in regions and large blocks. */
 size_t arena_in_use(void);
+/* Bytes of free chunks whose pages may be resident. */
+size_t arena_resident_free(void);
 
 /* Takes the `more` chunks right after the run [a, a + chunks) if they are all free: 1. */
 int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);

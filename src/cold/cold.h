@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/uio.h>
 #include "../common/attrs.h"
 #include "../slots/heap.h"
 
@@ -57,7 +58,17 @@ int   region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned more);   
 int   region_pool_chunk_free(uintptr_t a);                                       /* a's chunk is free */
 void  region_pool_lock(void);
 void  region_pool_unlock(void);
-void  region_pool_reset_locks(void);
+void  region_pool_after_fork_child(void);   /* fresh locks; the purger's runs free again */
+/* Phase 99, for the purger: waits for runs due for purging and takes them out of the free
+ * ones (*batched: Phase 95 for them); then gives them back, purged. */
+unsigned region_pool_purge_next(struct iovec *runs, unsigned max, int *batched);
+void  region_pool_purge_done(const struct iovec *runs, unsigned n);
+
+/* purger.c (Phase 99): a thread that purges, so the freeing thread need not */
+void  cold_purger_want(void);          /* purges are coming: start the purger at the next safe point */
+void  cold_purger_poll(void);          /* a safe point: no heap state held, an allocation may nest */
+int   cold_purger_running(void);
+void  cold_purger_after_fork_child(void);
 
 /* heap.c: per-thread heap lifecycle */
 struct heap *cold_heap_acquire(void);

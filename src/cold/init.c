@@ -27,8 +27,9 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     large_reset_lock();
-    region_pool_reset_locks();
+    region_pool_after_fork_child();
     cold_heap_after_fork_child();
+    cold_purger_after_fork_child();
 }
 
 HAK_COLD void cold_init_core(void)

@@ -1,6 +1,8 @@
 /* Whole regions moving between heaps, the chunk arenas and the OS: carving, releasing
  * (purging past the retained-memory cap), abandoning at thread exit and adopting. */
+#define _GNU_SOURCE                         /* pthread_cond_clockwait */
 #include <string.h>
+#include <time.h>
 #include "cold.h"
 #include "arena.h"
 #include "os.h"
@@ -10,6 +12,7 @@
 /* Empty regions go back to the chunk arenas (arena.c), which keep up to the policy's
  * purge cap of free chunks resident and purge the rest. */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t purge_cv = PTHREAD_COND_INITIALIZER;   /* the purger waits on it (Phase 99) */
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct region *_Atomic abandoned[HAK_NCLASSES];
@@ -27,10 +30,12 @@ void region_pool_unlock(void)
     pthread_mutex_unlock(&abandoned_mutex);
 }
 
-void region_pool_reset_locks(void)
+void region_pool_after_fork_child(void)
 {
     pthread_mutex_init(&pool_mutex, NULL);
     pthread_mutex_init(&abandoned_mutex, NULL);
+    pthread_cond_init(&purge_cv, NULL);
+    arena_after_fork_child();
 }
 
 /* Phase 96 populates a fresh region only once this much is in use: a small program's
@@ -79,12 +84,55 @@ HAK_COLD uintptr_t region_pool_chunks(unsigned chunks, int *clean)
 HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
 {
     HAK_UNPOISON((void *)a, (size_t)chunks << HAK_CHUNK_SHIFT);
-    pthread_mutex_lock(&pool_mutex);
     const struct policy *p = policy_now();
-    int purged = arena_release(a, chunks, p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95);
+    int phase99 = HAK_PHASE99 && p->phase99;
+    pthread_mutex_lock(&pool_mutex);
+    int running = phase99 && cold_purger_running();
+    int r = arena_release(a, chunks, p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95, running);
+    if (r == ARENA_SWEEP_DUE)
+        pthread_cond_signal(&purge_cv);
+    /* More free memory than `retain` is resident: purges will come, so start the purger
+     * (at the next safe point) before a program frees its heap in one go (frag's end). */
+    int want = phase99 && !running && arena_resident_free() > p->purge_cap;
     pthread_mutex_unlock(&pool_mutex);
-    if (purged)
+    if (r == ARENA_PURGED)
         cold_obs_region(1);
+    if (want)
+        cold_purger_want();
+}
+
+HAK_COLD unsigned region_pool_purge_next(struct iovec *runs, unsigned max, int *batched)
+{
+    pthread_mutex_lock(&pool_mutex);
+    for (;;) {
+        const struct policy *p = policy_now();
+        uint32_t age;
+        unsigned n = arena_purge_collect(runs, max, p->purge_cap, p->purge_delay_ms, &age);
+        if (n) {
+            *batched = HAK_PHASE95 && p->phase95;
+            pthread_mutex_unlock(&pool_mutex);
+            return n;
+        }
+        if (age == 0) {
+            pthread_cond_wait(&purge_cv, &pool_mutex);
+            continue;
+        }
+        /* Runs past `retain` are still young: purge them when they are due even if no
+         * release comes (the program went idle). */
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        uint64_t ns = (uint64_t)t.tv_nsec + ((uint64_t)age + 1) * 1000000u;
+        t.tv_sec += (time_t)(ns / 1000000000u);
+        t.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_clockwait(&purge_cv, &pool_mutex, CLOCK_MONOTONIC, &t);
+    }
+}
+
+HAK_COLD void region_pool_purge_done(const struct iovec *runs, unsigned n)
+{
+    pthread_mutex_lock(&pool_mutex);
+    arena_purge_done(runs, n);
+    pthread_mutex_unlock(&pool_mutex);
 }
 
 HAK_COLD int region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned more)

@@ -190,6 +190,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         if (k == PK_PHASE95) p->phase95 = (uint8_t)b;
         if (k == PK_PHASE96) p->phase96 = (uint8_t)b;
         if (k == PK_PHASE97) p->phase97 = (uint8_t)b;
+        if (k == PK_PHASE99) p->phase99 = (uint8_t)b;
         if (k == PK_OBSERVE) p->observe = (uint8_t)b;
         break;
     case PT_UINT:
@@ -261,6 +262,7 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_PHASE95:        snprintf(buf, len, "%s", p->phase95 ? "on" : "off"); break;
     case PK_PHASE96:        snprintf(buf, len, "%s", p->phase96 ? "on" : "off"); break;
     case PK_PHASE97:        snprintf(buf, len, "%s", p->phase97 ? "on" : "off"); break;
+    case PK_PHASE99:        snprintf(buf, len, "%s", p->phase99 ? "on" : "off"); break;
     case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
     case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
     case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;

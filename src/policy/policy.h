@@ -50,6 +50,7 @@ struct policy {
     uint8_t  phase95;                    /* read when chunks are released, not snapshotted */
     uint8_t  phase96;                    /* read when a region is taken, not snapshotted */
     uint8_t  phase97;                    /* read by each remote free, not snapshotted */
+    uint8_t  phase99;                    /* read when chunks are released, not snapshotted */
     uint8_t  on_misuse_abort;
     uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
     uint32_t purge_delay_ms;             /* ... and how long more may wait past that */

@@ -70,4 +70,16 @@ static inline size_t rss_bytes(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* RSS once it is below `limit`, or after `ms` milliseconds of waiting for it: the purger
+ * thread (Phase 99) gives memory back while the test goes on. */
+static inline size_t rss_wait_below(size_t limit, unsigned ms)
+{
+    size_t r = rss_bytes();
+    for (unsigned t = 0; r >= limit && t < ms; t += 10) {
+        usleep(10000);
+        r = rss_bytes();
+    }
+    return r;
+}
+
 #endif

@@ -39,24 +39,24 @@ START_TEST(test_runs_coalesce)
         c[i] = take(1, &clean);
     /* every other chunk free: no run of 2 among them */
     for (unsigned i = 0; i < N; i += 2)
-        ck_assert_int_eq(arena_release(c[i], 1, NEVER_PURGE, 0, 1), 0);
+        ck_assert_int_eq(arena_release(c[i], 1, NEVER_PURGE, 0, 1, 0), 0);
     uintptr_t two = take(2, &clean);
     for (unsigned i = 1; i < N; i += 2)         /* never over a chunk still taken */
         ck_assert(two + 2 * HAK_CHUNK_SIZE <= c[i] || two >= c[i] + HAK_CHUNK_SIZE);
-    arena_release(two, 2, NEVER_PURGE, 0, 1);
+    arena_release(two, 2, NEVER_PURGE, 0, 1, 0);
     /* free 62..65 (word boundary inside): a run of 4 appears there, resident, so it wins */
     if (c[63] == c[62] + HAK_CHUNK_SIZE && c[65] == c[62] + 3 * HAK_CHUNK_SIZE) {
-        arena_release(c[63], 1, NEVER_PURGE, 0, 1);
-        arena_release(c[65], 1, NEVER_PURGE, 0, 1);
+        arena_release(c[63], 1, NEVER_PURGE, 0, 1, 0);
+        arena_release(c[65], 1, NEVER_PURGE, 0, 1, 0);
         uintptr_t four = take(4, &clean);
         ck_assert_int_eq(clean, 0);
         ck_assert(four <= c[62] && four + 4 * HAK_CHUNK_SIZE > c[62]);
-        arena_release(four, 4, NEVER_PURGE, 0, 1);
+        arena_release(four, 4, NEVER_PURGE, 0, 1, 0);
         c[63] = c[65] = 0;
     }
     for (unsigned i = 1; i < N; i += 2)
         if (c[i])
-            arena_release(c[i], 1, NEVER_PURGE, 0, 1);
+            arena_release(c[i], 1, NEVER_PURGE, 0, 1, 0);
 }
 END_TEST
 
@@ -65,8 +65,8 @@ START_TEST(test_resident_first_then_purged)
     int clean;
     uintptr_t a = take(4, &clean), b = take(4, &clean);
     /* a purged (cap 0), b kept resident: the next take of 4 gets resident chunks, not a's */
-    ck_assert_int_eq(arena_release(a, 4, 0, 0, 1), 1);
-    ck_assert_int_eq(arena_release(b, 4, NEVER_PURGE, 0, 1), 0);
+    ck_assert_int_eq(arena_release(a, 4, 0, 0, 1, 0), 1);
+    ck_assert_int_eq(arena_release(b, 4, NEVER_PURGE, 0, 1, 0), 0);
     uintptr_t c = take(4, &clean);
     ck_assert(c != a);
     ck_assert_int_eq(clean, 0);
@@ -74,8 +74,8 @@ START_TEST(test_resident_first_then_purged)
     uintptr_t d = take(4, &clean);
     if (d == a)
         ck_assert_int_eq(clean, 1);
-    arena_release(c, 4, 0, 0, 1);
-    arena_release(d, 4, 0, 0, 1);
+    arena_release(c, 4, 0, 0, 1, 0);
+    arena_release(d, 4, 0, 0, 1, 0);
 }
 END_TEST
 
@@ -88,12 +88,12 @@ START_TEST(test_delayed_purge)
     int clean;
     size_t retain = 4 * HAK_CHUNK_SIZE;
     uintptr_t a = take(4, &clean), b = take(4, &clean), c = take(4, &clean);
-    ck_assert_int_eq(arena_release(a, 4, retain, 50, 1), 0);      /* within retain */
-    ck_assert_int_eq(arena_release(b, 4, retain, 50, 1), 0);      /* past it, but fresh */
+    ck_assert_int_eq(arena_release(a, 4, retain, 50, 1, 0), 0);      /* within retain */
+    ck_assert_int_eq(arena_release(b, 4, retain, 50, 1, 0), 0);      /* past it, but fresh */
     struct timespec nap = { 0, 150 * 1000 * 1000 };
     nanosleep(&nap, NULL);
     /* 3 x retain would be resident, none in use: a and b, which have waited, go */
-    ck_assert_int_eq(arena_release(c, 4, retain, 50, 1), 1);
+    ck_assert_int_eq(arena_release(c, 4, retain, 50, 1, 0), 1);
     uintptr_t d = take(4, &clean);                              /* resident first: c */
     ck_assert_int_eq(clean, 0);
     ck_assert(d == c);
@@ -103,9 +103,9 @@ START_TEST(test_delayed_purge)
     uintptr_t f = take(4, &clean);
     ck_assert(f == a || f == b);
     ck_assert_int_eq(clean, 1);
-    arena_release(d, 4, 0, 0, 1);
-    arena_release(e, 4, 0, 0, 1);
-    arena_release(f, 4, 0, 0, 1);
+    arena_release(d, 4, 0, 0, 1, 0);
+    arena_release(e, 4, 0, 0, 1, 0);
+    arena_release(f, 4, 0, 0, 1, 0);
 }
 END_TEST
 
@@ -134,10 +134,10 @@ START_TEST(test_forced_purge_batch)
         memset((void *)c[i], 0xab, HAK_CHUNK_SIZE);
     }
     for (unsigned i = 1; i < N; i += 2)        /* purged at once: free, not resident */
-        ck_assert_int_eq(arena_release(c[i], 1, 0, 0, _i), 1);
+        ck_assert_int_eq(arena_release(c[i], 1, 0, 0, _i, 0), 1);
     int purged = 0;
     for (unsigned i = 0; i < N; i += 2)
-        purged |= arena_release(c[i], 1, retain, 10000, _i);
+        purged |= arena_release(c[i], 1, retain, 10000, _i, 0);
     ck_assert_int_eq(purged, 1);
     unsigned kept = 0;
     for (unsigned i = 0; i < N; i++) {
@@ -156,7 +156,7 @@ START_TEST(test_forced_purge_batch)
         c[i] = t;
     }
     for (unsigned i = 0; i < N; i++)
-        arena_release(c[i], 1, 0, 0, 1);
+        arena_release(c[i], 1, 0, 0, 1, 0);
 }
 END_TEST
 
@@ -168,12 +168,12 @@ START_TEST(test_wait_follows_use)
     int clean;
     size_t retain = HAK_CHUNK_SIZE;
     uintptr_t a = take(8, &clean), b = take(8, &clean);
-    ck_assert_int_eq(arena_release(a, 8, retain, 10000, 1), 0);   /* b's 8 chunks in use */
+    ck_assert_int_eq(arena_release(a, 8, retain, 10000, 1, 0), 0);   /* b's 8 chunks in use */
     uintptr_t c = take(8, &clean);
     ck_assert(c == a);
     ck_assert_int_eq(clean, 0);                                 /* built again from resident pages */
-    ck_assert_int_eq(arena_release(c, 8, retain, 10000, 1), 0);
-    ck_assert_int_eq(arena_release(b, 8, retain, 10000, 1), 1);   /* 16 would wait, none in use */
+    ck_assert_int_eq(arena_release(c, 8, retain, 10000, 1, 0), 0);
+    ck_assert_int_eq(arena_release(b, 8, retain, 10000, 1, 0), 1);   /* 16 would wait, none in use */
 }
 END_TEST
 
@@ -185,14 +185,14 @@ START_TEST(test_extend_and_free_chunks)
     ck_assert(b == a + 2 * HAK_CHUNK_SIZE);
     ck_assert_int_eq(arena_extend(a, 2, 1), 0);                 /* b is in the way */
     ck_assert_int_eq(arena_chunk_free(b), 0);
-    arena_release(b, 2, NEVER_PURGE, 0, 1);
+    arena_release(b, 2, NEVER_PURGE, 0, 1, 0);
     ck_assert_int_eq(arena_chunk_free(b + HAK_CHUNK_SIZE), 1);
     ck_assert_int_eq(arena_extend(a, 2, 2), 1);                 /* now a holds b's chunks */
     ck_assert_int_eq(arena_chunk_free(b), 0);
     uintptr_t c = take(1, &clean);
     ck_assert(c >= a + 4 * HAK_CHUNK_SIZE || c + HAK_CHUNK_SIZE <= a);
-    arena_release(a, 4, NEVER_PURGE, 0, 1);
-    arena_release(c, 1, NEVER_PURGE, 0, 1);
+    arena_release(a, 4, NEVER_PURGE, 0, 1, 0);
+    arena_release(c, 1, NEVER_PURGE, 0, 1, 0);
     ck_assert_int_eq(arena_chunk_free(a), 1);
     ck_assert_int_eq(arena_chunk_free((uintptr_t)&clean), 0);  /* not in any arena */
 }

@@ -1,0 +1,188 @@
+/* Phase 99: the purger thread starts once more than [purge] retain of free memory is
+ * resident, gives it back to the OS (also in an idle program), and a fork child gets its own. */
+#include <check.h>
+#include "check_run.h"
+#include <dirent.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "hakmem.h"
+#include "testutil.h"
+#include "cold/cold.h"
+
+#define MB ((size_t)1 << 20)
+#define NBLK 32768u
+
+static void *blk[NBLK];
+
+static int phase99(void)
+{
+    return HAK_PHASE99 && policy_now()->phase99;
+}
+
+/* Threads of this process named as the purger names itself. */
+static unsigned purger_threads(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        if (fgets(comm, sizeof comm, f) && strncmp(comm, "hakmem-purge", 12) == 0)
+            n++;
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static unsigned purger_threads_wait(unsigned want, unsigned ms)
+{
+    unsigned n = purger_threads();
+    for (unsigned t = 0; n != want && t < ms; t += 10) {
+        usleep(10000);
+        n = purger_threads();
+    }
+    return n;
+}
+
+/* `total` bytes of 4-32 KiB mid blocks (whole regions, so they empty when freed), written. */
+static unsigned fill(size_t total)
+{
+    unsigned i = 0;
+    size_t sum = 0;
+    for (; sum < total && i < NBLK; i++) {
+        size_t n = 4096 + (i * 7919u) % (28 << 10);
+        blk[i] = hak_malloc(n);
+        ck_assert_ptr_nonnull(blk[i]);
+        memset(blk[i], 0xA5, n);
+        sum += n;
+    }
+    return i;
+}
+
+static void drain(unsigned n)
+{
+    while (n)
+        hak_free(blk[--n]);
+}
+
+/* A malloc that misses every cache (cold_malloc's entry): where the purger is started. */
+static void safe_point(void)
+{
+    hak_free(hak_malloc(HAK_MID_MAX + 1));
+}
+
+/* Free memory past `retain` and past the bound on what may wait: the purger starts at the
+ * next malloc, takes the purge over, and RSS comes down without another call. */
+START_TEST(test_purger_takes_over)
+{
+    size_t start = rss_bytes();
+    const struct policy *p = policy_now();
+    size_t keep = 2 * p->purge_cap + 48 * MB;
+    for (int round = 0; round < 3; round++) {
+        unsigned n = fill(320 * MB);
+        ck_assert_uint_gt(rss_bytes(), start + 250 * MB);
+        drain(n);
+        safe_point();
+        size_t end = rss_wait_below(start + keep, 3000);
+        ck_assert_msg(end < start + keep, "round %d: RSS start %zu MiB, after free %zu MiB (bound +%zu MiB)",
+                      round, start >> 20, end >> 20, keep >> 20);
+    }
+    ck_assert_uint_eq(purger_threads_wait(phase99() ? 1 : 0, 1000), phase99() ? 1 : 0);
+    ck_assert_int_eq(cold_purger_running(), phase99());
+}
+END_TEST
+
+/* A small program never gets the thread. */
+START_TEST(test_small_program_no_purger)
+{
+    unsigned n = fill(8 * MB);
+    drain(n);
+    safe_point();
+    ck_assert_uint_eq(purger_threads(), 0);
+    ck_assert_int_eq(cold_purger_running(), 0);
+}
+END_TEST
+
+/* Past `retain` but within the bound, freed memory waits its delay; the purger then purges
+ * it though the program makes no further call (idle).  Without the purger it would stay
+ * until the next release. */
+START_TEST(test_idle_program_purged)
+{
+    const struct policy *p = policy_now();
+    unsigned n = fill(320 * MB);        /* starts the purger: more than retain comes free */
+    drain(n);
+    safe_point();
+    struct timespec nap = { 0, (long)(p->purge_delay_ms + 200) * 1000000L };
+    nanosleep(&nap, NULL);              /* down to `retain`, resident and free */
+    ck_assert_int_eq(cold_purger_running(), 1);
+    size_t base = rss_bytes();
+    n = fill(p->purge_cap + 48 * MB);
+    size_t peak = rss_bytes();
+    ck_assert_uint_gt(peak, base + 40 * MB);     /* retain's 64 MiB reused, 48 fresh */
+    drain(n);                           /* retain + 48 MiB free: below twice retain, it waits */
+    nanosleep(&nap, NULL);
+    /* Down to `retain` resident: what was fresh is given back (left alone, it all stays). */
+    size_t end = rss_wait_below(peak - 32 * MB, 2000);
+    ck_assert_msg(end < peak - 32 * MB && end < base + p->purge_cap + 16 * MB,
+                  "RSS base %zu MiB, peak %zu, idle %zu MiB", base >> 20, peak >> 20, end >> 20);
+}
+END_TEST
+
+/* fork() while the purger runs, some of the time with runs in its hands: the child has no
+ * purger until it needs one, gets all its memory back, and starts its own. */
+START_TEST(test_fork_with_purger)
+{
+    unsigned n = fill(320 * MB);
+    drain(n);
+    safe_point();
+    for (int k = 0; k < 4; k++) {
+        n = fill(200 * MB);
+        drain(n);                       /* the purger is busy with these */
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            if (purger_threads() != 0 || cold_purger_running())
+                _exit(1);
+            size_t start = rss_bytes(), keep = 2 * policy_now()->purge_cap + 48 * MB;
+            unsigned m = fill(320 * MB);
+            drain(m);
+            safe_point();
+            if (rss_wait_below(start + keep, 3000) >= start + keep)
+                _exit(2);
+            if (purger_threads_wait(phase99() ? 1 : 0, 1000) != (phase99() ? 1u : 0u))
+                _exit(3);
+            m = fill(64 * MB);          /* what the purger held in the parent is usable */
+            for (unsigned i = 0; i < m; i++)
+                if (((unsigned char *)blk[i])[0] != 0xA5)
+                    _exit(4);
+            drain(m);
+            _exit(0);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %#x", k, st);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("purger");
+    TCase *tc = tcase_create("purger");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_small_program_no_purger);
+    tcase_add_test(tc, test_purger_takes_over);
+    if (phase99())
+        tcase_add_test(tc, test_idle_program_purged);
+    tcase_add_test(tc, test_fork_with_purger);
+    suite_add_tcase(su, tc);
+    return check_run(su);
+}

@@ -27,26 +27,37 @@ HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
     return cold_malloc(h, n);
 }
 
-/* Mid sizes: mid classes keep no thread cache, so a hit is a block of the class's current
- * region (its home blocks, then fresh carving unless other threads have given blocks back),
- * out of line so malloc's hot code stays small.  Everything else (remote frees to
- * collect, another region, a new policy) is cold. */
-HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
+/* Mid sizes by class (Phase 100 off, and memalign's power-of-two sizes): mid classes keep
+ * no thread cache, so a hit is a block of the class's current region (its home blocks,
+ * then fresh carving unless other threads have given blocks back).  Everything else
+ * (remote frees to collect, another region, a new policy: its route byte reads
+ * ROUTE_NONE) is cold; `aligned` keeps the class there too, whatever the policy. */
+static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
 {
     unsigned cls = route_class_of(n);
     struct region *r = h->regions[cls].cur;
-    if (likely(r != NULL)) {
+    if (likely(r != NULL) && likely(route_of_class(&h->snap, cls) != ROUTE_NONE)) {
         void *p = region_home_pop(r);
-        if (unlikely(p == NULL)) {
-            if (r->carved >= r->nblocks || atomic_load_explicit(&r->remote, memory_order_relaxed))
-                return cold_malloc(h, n);
-            p = (char *)r + r->blocks_off + (size_t)r->carved++ * r->bsize;
+        if (likely(p != NULL)
+            || (r->carved < r->nblocks && !atomic_load_explicit(&r->remote, memory_order_relaxed))) {
+            if (p == NULL)
+                p = (char *)r + r->blocks_off + (size_t)r->carved++ * r->bsize;
+            r->used++;
+            OBS_INC(h, allocs, cls);
+            return hot_tag_live(h, r, p);
         }
-        r->used++;
-        OBS_INC(h, allocs, cls);
-        return hot_tag_live(h, r, p);
     }
-    return cold_malloc(h, n);
+    return aligned ? cold_malloc_mid_class(h, n) : cold_malloc(h, n);
+}
+
+/* Mid sizes, out of line so malloc's hot code stays small: with Phase 100 from the
+ * thread's spans (a publisher clears the flag, sending the next call the class way,
+ * which finds its route invalidated and refreshes), else from the size's class. */
+HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
+{
+    if (HAK_PHASE100 && likely(HAK_LOAD_RELAXED(h->snap.phase100)))
+        return span_malloc(h, n);
+    return api_malloc_mid_class(n, h, 0);
 }
 
 #if HAK_HARDENED
@@ -65,7 +76,7 @@ static void *canary_arm(void *p, size_t n)
     uint32_t n32 = (uint32_t)n;
     memcpy((char *)p + n, &c, sizeof c);
     memcpy((char *)p + n + 8, &c, sizeof c);
-    memcpy((char *)p + r->bsize - 4, &n32, sizeof n32);
+    memcpy((char *)p + region_block_size(r, p) - 4, &n32, sizeof n32);
     return p;
 }
 
@@ -74,8 +85,9 @@ static size_t canary_size(struct region *r, void *p, const char *call)
 {
     uint32_t n;
     uint64_t c = r->secret ^ (uintptr_t)p, x, y;
-    memcpy(&n, (char *)p + r->bsize - 4, sizeof n);
-    if (n <= r->bsize - CANARY_EXTRA) {
+    size_t bsize = region_block_size(r, p);
+    memcpy(&n, (char *)p + bsize - 4, sizeof n);
+    if (n <= bsize - CANARY_EXTRA) {
         memcpy(&x, (char *)p + n, sizeof x);
         memcpy(&y, (char *)p + n + 8, sizeof y);
         if (x == c && y == c)
@@ -153,11 +165,12 @@ static size_t block_usable(void *p, const char *call, size_t *room)
         struct region *r = region_from_map(a, b);
         uint8_t *t;
         if (likely(region_tag_check_live(r, a, &t))) {
-            *room = r->bsize - CANARY_EXTRA;
+            size_t bsize = region_block_size(r, p);
+            *room = bsize - CANARY_EXTRA;
 #if HAK_HARDENED
             return canary_size(r, p, call);
 #else
-            return r->bsize;
+            return bsize;
 #endif
         }
         cold_report_block(call, r, a, *t);
@@ -170,6 +183,24 @@ static size_t block_usable(void *p, const char *call, size_t *room)
     }
     *room = n;
     return n;
+}
+
+/* Phase 100: a span block of this thread's takes n bytes where it is (the free run after
+ * it, or its tail given back).  1 if so; 2 if it is a span block that must move. */
+static int span_realloc_in_place(void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    unsigned b = region_map_get(a);
+    if (b - 1u >= 0xFEu)
+        return 0;
+    struct region *r = region_from_map(a, b);
+    if (r->cls != HAK_CLS_SPAN)
+        return 0;
+    struct heap *h = heap_tls;
+    if (n > HAK_TINY_MAX && n <= HAK_MID_MAX
+        && atomic_load_explicit(&r->owner, memory_order_relaxed) == h && span_resize(h, r, p, n))
+        return 1;
+    return 2;
 }
 
 HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
@@ -190,7 +221,18 @@ HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
         if (q)
             return q;
     }
-    void *q = alloc_bytes(size);
+    size_t want = size;
+    if (usable > HAK_TINY_MAX && usable <= HAK_MID_MAX) {
+        int s = span_realloc_in_place(ptr, size + CANARY_EXTRA);
+        if (s == 1)
+            return canary_arm(ptr, size);
+        /* A span block that must move takes a quarter more than it had, as large blocks
+         * do: a buffer grown a little at a time moves once per quarter, not per granule
+         * (a size class's rounding gave the old mid blocks that room). */
+        if (s == 2 && size > usable && size < usable + usable / 4 && usable + usable / 4 <= HAK_MID_MAX - CANARY_EXTRA)
+            want = usable + usable / 4;
+    }
+    void *q = alloc_bytes(want);
     if (q == NULL)
         return NULL;
     memcpy(q, ptr, size < usable ? size : usable);
@@ -219,8 +261,11 @@ static void *aligned_impl(size_t align, size_t n)
     }
     size_t s = (n < align ? align : n) + CANARY_EXTRA;
     if (s <= HAK_MID_MAX && align <= HAK_CHUNK_SIZE) {
-        /* Power-of-two classes are naturally aligned (route_classes_init). */
+        /* Power-of-two classes are naturally aligned (route_classes_init); a span block
+         * only to its granule. */
         s = s <= 8 ? 8 : (size_t)1 << (64 - __builtin_clzl(s - 1));
+        if (s > HAK_TINY_MAX && s <= HAK_MID_MAX && align > SPAN_GRANULE)
+            return canary_arm(api_malloc_mid_class(s, heap_tls, 1), n);
         if (s <= HAK_MID_MAX)
             return canary_arm(hot_malloc(s), n);
     }

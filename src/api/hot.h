@@ -96,6 +96,10 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
         HEAP_TOP(h, t) = top;
         return;
     }
+    if (t == TAG_LIVE_SPAN) {               /* Phase 100: merges with its free neighbours */
+        span_free(h, r, ptr);
+        return;
+    }
     size_t cls = TAG_CLASS(t);
     unsigned route = route_of_class(&h->snap, cls);
     /* Full slots (a NULL limit is no slots route, or a policy change to pick up), or a mid

@@ -101,15 +101,7 @@ static void heap_list_add(struct heap *h, struct region *r)
 {
     struct class_regions *cr = &h->regions[r->cls];
     rcache_note(h, r);
-    if (cr->list == NULL) {
-        r->next = r->prev = r;
-        cr->list = r;
-    } else {
-        r->next = cr->list;
-        r->prev = cr->list->prev;
-        r->prev->next = r;
-        cr->list->prev = r;
-    }
+    region_ring_add(&cr->list, r);
     cr->n++;
 }
 
@@ -117,17 +109,9 @@ static void heap_list_remove(struct heap *h, struct region *r)
 {
     struct class_regions *cr = &h->regions[r->cls];
     rcache_forget(h, r);
-    if (r->next == r) {
-        cr->list = NULL;
-    } else {
-        r->prev->next = r->next;
-        r->next->prev = r->prev;
-        if (cr->list == r)
-            cr->list = r->next;
-    }
+    region_ring_remove(&cr->list, r);
     if (cr->cur == r)
         cr->cur = NULL;
-    r->next = r->prev = NULL;
     cr->n--;
 }
 
@@ -273,26 +257,43 @@ static void heap_check_epoch(struct heap *h)
         cold_heap_refresh(h);
 }
 
-HAK_COLD void *cold_malloc(struct heap *h, size_t n)
+/* The thread's heap, made on its first call, with the current policy; NULL if none
+ * could be made. */
+static struct heap *cold_heap_ready(struct heap *h)
 {
-    if (unlikely(n > PTRDIFF_MAX)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (h == &heap_empty) {
+    if (h == &heap_empty)
         h = cold_heap_acquire();
-        if (h == NULL) {
-            errno = ENOMEM;
-            return NULL;
-        }
-    } else {
+    else
         heap_check_epoch(h);
-    }
+    if (h == NULL)
+        return NULL;
     cold_obs_sync(h);               /* OBSERVE: every cold entry samples the live bytes */
     if (HAK_PHASE99)
         cold_purger_poll();
+    return h;
+}
+
+HAK_COLD void *cold_malloc(struct heap *h, size_t n)
+{
+    if (unlikely(n > PTRDIFF_MAX) || (h = cold_heap_ready(h)) == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
     if (n > HAK_MID_MAX)
         return large_alloc(n, 0, 0);
+    if (n > HAK_TINY_MAX && HAK_PHASE100 && HAK_LOAD_RELAXED(h->snap.phase100))
+        return span_malloc(h, n);
+    return cold_alloc_class(h, route_class_of(n));
+}
+
+/* A mid block of its size class, whatever Phase 100 says: the power-of-two classes are
+ * naturally aligned, which memalign needs past a span's granule. */
+HAK_COLD void *cold_malloc_mid_class(struct heap *h, size_t n)
+{
+    if ((h = cold_heap_ready(h)) == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
     return cold_alloc_class(h, route_class_of(n));
 }
 
@@ -347,7 +348,7 @@ HAK_COLD void cold_report_block(const char *call, struct region *r, uintptr_t p,
     int cls = r->cls;
     if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
         cold_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
-    else if (tag == TAG_FREE || tag == TAG_HOME)
+    else if (tag == TAG_FREE || tag == TAG_HOME || (r->cls == HAK_CLS_SPAN && (tag == TAG_REMOTE || tag == TAG_CACHED)))
         cold_misuse(call, (void *)p, strcmp(call, "free") ? "use after free (block already freed)" : "double free", cls);
     else
         cold_misuse(call, (void *)p, "invalid pointer (not the start of an allocated block)", cls);
@@ -362,26 +363,33 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
         return;
     }
     unsigned cls = r->cls;
+    int span = cls == HAK_CLS_SPAN;
     HAK_POISON(p, r->bsize);
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
         *t = (uint8_t)TAG_FREE;
+        if (span) {
+            span_free(h, r, p);
+            return;
+        }
         OBS_INC(h, frees, cls);
         heap_check_epoch(h);
         heap_cache_push(h, p, r);
         return;
     }
     /* Remote free: the tag flips atomically, so two racing frees of one block
-     * cannot both succeed. */
-    uint8_t expect = (uint8_t)TAG_LIVE(cls);
+     * cannot both succeed.  A span block's tag turns TAG_REMOTE, which its owner's merges
+     * read as neither free nor mergeable until it collects the block. */
+    uint8_t expect = r->live_tag;
     /* Phase 97: a tiny block goes home by its tag and a count, so neither this thread nor
      * the owner touches the block itself (a link written here is a line the owner's
      * collect must fetch back: larson spent 16 % of its time there). */
     int home = HAK_PHASE97 && cls < HAK_NTINY && policy_now()->phase97;
-    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, (uint8_t)(home ? TAG_HOME : TAG_FREE))) {
-        cold_misuse("free", p, "double free", (int)cls);
+    uint8_t to = (uint8_t)(home ? TAG_HOME : span ? TAG_REMOTE : TAG_FREE);
+    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, to)) {
+        cold_misuse("free", p, "double free", span ? HAK_CLS_SPAN : (int)cls);
         return;
     }
-    cold_obs_remote_free(cls);
+    cold_obs_remote_free(span ? route_class_of(span_block_size(r, p)) : cls);
     int first;
     if (home) {
         first = atomic_fetch_add(&r->remote_home, 1) == 0;
@@ -397,8 +405,12 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
      * may be a heap just mapped by the thread that adopted r (its seq_cst store of owner
      * publishes the heap). */
     struct heap *o = atomic_load_explicit(&r->owner, memory_order_acquire);
-    if (first && o != NULL)
-        atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
+    if (first && o != NULL) {
+        if (span)
+            atomic_store(&o->span_remote, 1);
+        else
+            atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
+    }
 }
 
 HAK_COLD void cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call)
@@ -465,4 +477,5 @@ HAK_COLD void cold_heap_release_regions(struct heap *h)
         cr->cur = NULL;
         cr->n = 0;
     }
+    cold_span_release_all(h);
 }

@@ -18,6 +18,7 @@ extern _Atomic int cold_key_ready;
 
 /* alloc.c: misses, refill and spill */
 void *cold_malloc(struct heap *h, size_t n);
+void *cold_malloc_mid_class(struct heap *h, size_t n);   /* by size class, Phase 100 or not */
 void *cold_alloc_class(struct heap *h, unsigned cls);
 void  cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call);
 void  cold_free_region(void *p, struct heap *h, struct region *r);
@@ -63,6 +64,13 @@ void  region_pool_after_fork_child(void);   /* fresh locks; the purger's runs fr
  * ones (*batched: Phase 95 for them); then gives them back, purged. */
 unsigned region_pool_purge_next(struct iovec *runs, unsigned max, int *batched);
 void  region_pool_purge_done(const struct iovec *runs, unsigned n);
+
+/* span_pool.c (Phase 100): spans joining and leaving a heap */
+int   cold_span_refill(struct heap *h);              /* 0: out of memory */
+int   cold_span_merge_pending(struct heap *h);       /* remote frees merged: 1 if any */
+int   cold_span_emptied(struct heap *h, struct region *r);   /* 1: r stays, 0: released */
+void  cold_span_release_all(struct heap *h);         /* thread exit */
+struct region *region_pool_take_span(struct heap *h);   /* region_pool.c */
 
 /* purger.c (Phase 99): a thread that purges, so the freeing thread need not */
 void  cold_purger_want(void);          /* purges are coming: start the purger at the next safe point */

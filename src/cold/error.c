@@ -40,6 +40,8 @@ HAK_COLD void cold_misuse(const char *call, const void *p, const char *what, int
     put(&l, what);
     if (cls == HAK_NCLASSES) {
         put(&l, " (large block)");
+    } else if (cls == HAK_CLS_SPAN) {
+        put(&l, " (mid block)");
     } else if (cls >= 0 && cls < HAK_NCLASSES) {
         put(&l, " (class C");
         put_num(&l, (uintptr_t)cls, 10);

@@ -59,6 +59,7 @@ HAK_COLD void cold_heap_invalidate_all(void)
             __atomic_store_n(&h->snap.route[c], ROUTE_NONE, __ATOMIC_RELAXED);
             __atomic_store_n(&h->slot_lim[SLOT_INDEX(c)], NULL, __ATOMIC_RELAXED);
         }
+        __atomic_store_n(&h->snap.phase100, 0, __ATOMIC_RELAXED);   /* mid mallocs take the class way */
 #if HAK_PHASE91
         for (unsigned i = 0; i < ROUTE91_ENTRIES; i++)
             __atomic_store_n(&h->snap.table91[i], (uint8_t)TAG_LIVE(SLOT_CLASS_NONE), __ATOMIC_RELAXED);

@@ -15,7 +15,7 @@ static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purge_cv = PTHREAD_COND_INITIALIZER;   /* the purger waits on it (Phase 99) */
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct region *_Atomic abandoned[HAK_NCLASSES];
+static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];   /* by class, and the spans */
 static size_t abandoned_n;
 
 void region_pool_lock(void)
@@ -160,22 +160,18 @@ static uint64_t region_secret(uintptr_t r)
     return x | 1;
 }
 
-HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
+/* A region's header and map bytes at a, laid out as rc says; its tags (rc->ntags bytes)
+ * are cleared unless the memory reads as zero already. */
+static struct region *region_init(uintptr_t a, int clean, unsigned cls, const struct route_class *rc,
+                                  unsigned live_tag, struct heap *h)
 {
-    const struct route_class *rc = &route_classes[cls];
-    int clean;
-    /* Regions up to 128 KiB: one barely used costs little RSS populated, and their small
-     * blocks would fault a page every few allocations. */
-    int populate = HAK_PHASE96 && policy_now()->phase96 && rc->chunks <= 2;
-    uintptr_t a = pool_get(rc->chunks, &clean, populate);
-    if (a == 0)
-        return NULL;
     struct region *r = (struct region *)a;
+    size_t len = (size_t)rc->chunks << HAK_CHUNK_SHIFT;
     if (!clean)
         memset(r->tags, 0, rc->ntags);
     r->cls = (uint8_t)cls;
     r->gshift = rc->gshift;
-    r->live_tag = (uint8_t)TAG_LIVE(cls);
+    r->live_tag = (uint8_t)live_tag;
     r->gmask = (1u << rc->gshift) - 1;
     r->chunks = rc->chunks;
     r->bsize = rc->size;
@@ -192,13 +188,40 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     r->secret = region_secret(a);
     atomic_store(&r->owner, h);
     cold_obs_region(0);
-    HAK_POISON((char *)r + rc->blocks_off, ((size_t)rc->chunks << HAK_CHUNK_SHIFT) - rc->blocks_off);
-    if (!region_map_set(a, (size_t)rc->chunks << HAK_CHUNK_SHIFT, 1, 1)) {
-        region_map_clear(a, (size_t)rc->chunks << HAK_CHUNK_SHIFT);
-        os_unmap(r, (size_t)rc->chunks << HAK_CHUNK_SHIFT);
+    HAK_POISON((char *)r + rc->blocks_off, len - rc->blocks_off);
+    if (!region_map_set(a, len, 1, 1)) {
+        region_map_clear(a, len);
+        os_unmap(r, len);
         return NULL;
     }
     return r;
+}
+
+HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
+{
+    const struct route_class *rc = &route_classes[cls];
+    int clean;
+    /* Regions up to 128 KiB: one barely used costs little RSS populated, and their small
+     * blocks would fault a page every few allocations. */
+    int populate = HAK_PHASE96 && policy_now()->phase96 && rc->chunks <= 2;
+    uintptr_t a = pool_get(rc->chunks, &clean, populate);
+    return a ? region_init(a, clean, cls, rc, TAG_LIVE(cls), h) : NULL;
+}
+
+/* Phase 100: a span's layout as a class row would give it (region/span.h): granules for
+ * blocks, tags and lengths for "tags". */
+static const struct route_class span_layout = {
+    .size = SPAN_GRANULE, .chunks = SPAN_CHUNKS, .gshift = SPAN_GSHIFT, .default_route = ROUTE_MID,
+    .blocks_off = (uint32_t)SPAN_BLOCKS_OFF, .nblocks = SPAN_NGRAN, .ntags = SPAN_NGRAN * 3u,
+};
+
+/* A span for the caller to bin as one free run.  A heap that takes one has used up the
+ * free runs of those it has, so in a big heap (Phase 96) its pages are faulted in at once. */
+HAK_COLD struct region *region_pool_take_span(struct heap *h)
+{
+    int clean;
+    uintptr_t a = pool_get(SPAN_CHUNKS, &clean, HAK_PHASE96 && policy_now()->phase96);
+    return a ? region_init(a, clean, HAK_CLS_SPAN, &span_layout, TAG_LIVE_SPAN, h) : NULL;
 }
 
 /* An empty region leaves its heap: its chunks go back to their arena, purged past the retained cap. */

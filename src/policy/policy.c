@@ -191,6 +191,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         if (k == PK_PHASE96) p->phase96 = (uint8_t)b;
         if (k == PK_PHASE97) p->phase97 = (uint8_t)b;
         if (k == PK_PHASE99) p->phase99 = (uint8_t)b;
+        if (k == PK_PHASE100) p->phase100 = (uint8_t)b;
         if (k == PK_OBSERVE) p->observe = (uint8_t)b;
         break;
     case PT_UINT:
@@ -263,6 +264,7 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_PHASE96:        snprintf(buf, len, "%s", p->phase96 ? "on" : "off"); break;
     case PK_PHASE97:        snprintf(buf, len, "%s", p->phase97 ? "on" : "off"); break;
     case PK_PHASE99:        snprintf(buf, len, "%s", p->phase99 ? "on" : "off"); break;
+    case PK_PHASE100:       snprintf(buf, len, "%s", p->phase100 ? "on" : "off"); break;
     case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
     case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
     case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
@@ -403,6 +405,7 @@ void policy_snapshot_build(struct policy_snapshot *s)
     s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);
     s->table91_max = s->phase91 ? HAK_TINY_MAX : 0;
     s->phase93 = (uint8_t)(HAK_PHASE93 && g->phase93);
+    __atomic_store_n(&s->phase100, (uint8_t)(HAK_PHASE100 && g->phase100), __ATOMIC_RELAXED);
     s->observe = (uint8_t)(HAK_OBSERVE && g->observe);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {

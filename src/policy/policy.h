@@ -51,6 +51,7 @@ struct policy {
     uint8_t  phase96;                    /* read when a region is taken, not snapshotted */
     uint8_t  phase97;                    /* read by each remote free, not snapshotted */
     uint8_t  phase99;                    /* read when chunks are released, not snapshotted */
+    uint8_t  phase100;
     uint8_t  on_misuse_abort;
     uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
     uint32_t purge_delay_ms;             /* ... and how long more may wait past that */
@@ -75,6 +76,7 @@ struct policy {
 struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES + 1];    /* and SLOT_CLASS_NONE's: always ROUTE_NONE */
     uint8_t  phase90, phase91, phase93, observe;
+    uint8_t  phase100;                  /* mid blocks from spans (api_malloc_mid); a publisher clears it */
     uint16_t slots_cap;
     uint64_t epoch;
     size_t   table91_max;               /* HAK_TINY_MAX with Phase 91 on, else 0: sizes the table routes */

@@ -174,6 +174,33 @@ HAK_INLINE int region_remote_pending(struct region *r)
         || atomic_load_explicit(&r->remote_home, memory_order_relaxed) != 0;
 }
 
+/* A heap's circular list of regions (a class's, or its spans), linked through next/prev. */
+HAK_INLINE void region_ring_add(struct region **list, struct region *r)
+{
+    if (*list == NULL) {
+        r->next = r->prev = r;
+        *list = r;
+    } else {
+        r->next = *list;
+        r->prev = (*list)->prev;
+        r->prev->next = r;
+        (*list)->prev = r;
+    }
+}
+
+HAK_INLINE void region_ring_remove(struct region **list, struct region *r)
+{
+    if (r->next == r) {
+        *list = NULL;
+    } else {
+        r->prev->next = r->next;
+        r->next->prev = r->prev;
+        if (*list == r)
+            *list = r->next;
+    }
+    r->next = r->prev = NULL;
+}
+
 /* A free block of r onto its home list (owner only): every mid block, and the remote
  * frees the owner collects, which come linked. */
 HAK_INLINE void region_home_link(struct region *r, void *p)

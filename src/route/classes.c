@@ -2,7 +2,7 @@
  * Region size per class is chosen so a region holds enough blocks to amortise its header. */
 #include <stdlib.h>
 #include "classes.h"
-#include "../region/region.h"
+#include "../region/span.h"
 
 /* A tiny class's granule is the largest power of two dividing its size. */
 #define TINY(sz)         { .size = sz, .chunks = 1, .gshift = __builtin_ctz(sz), .tiny = 1, .default_route = ROUTE_TLIST }
@@ -43,6 +43,9 @@ static void route_slot_indexes_init(void)
     unsigned next = 0;
     for (unsigned s = 0; s < SLOT_NINDEX; s++)
         route_slot_class[s] = HAK_NCLASSES;
+    /* Phase 100's spans: a live tag no class has, which frees tell apart with one compare */
+    taken[SLOT_INDEX_SPAN] = 1;
+    route_slot_class[SLOT_INDEX_SPAN] = HAK_CLS_SPAN;
     for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
         unsigned s;
         if (c < HAK_NTINY) {

@@ -7,6 +7,7 @@
 #include "../common/attrs.h"
 #include "../policy/policy.h"
 #include "../region/region.h"
+#include "../region/span.h"
 
 /* TLIST and MID routes: an intrusive LIFO list through the blocks' first word. */
 struct list_bin {
@@ -26,8 +27,23 @@ struct class_regions {
     uint8_t  scan;                   /* (heap.remote_scan holds the same for other threads) */
 };
 
-/* OBSERVE counters of one heap; index HAK_NCLASSES counts large blocks. */
-#define OBS_SLOTS (HAK_NCLASSES + 1)
+/* Phase 100: the heap's spans and their free runs, binned by length (region/span.h).  Only
+ * the owner touches it. */
+struct span_heap {
+    void    *quick[SPAN_QUICK_LEN];  /* cached blocks by length, linked through their first word */
+    uint8_t  quick_n[SPAN_QUICK_LEN];
+    uint32_t quick_bytes;
+    uint64_t nonempty[SPAN_BIN_WORDS];   /* bins holding a run */
+    struct span_node *bin[SPAN_NBINS];
+    struct region *list;             /* the spans this heap owns, circular */
+    struct region *empty;            /* one with nothing live, kept for the next carve */
+    uint32_t n;
+};
+
+/* OBSERVE counters of one heap; index HAK_NCLASSES counts large blocks.  A span block's
+ * free counts under its size's class; the hot free's count under the span's own index
+ * (HAK_CLS_SPAN) is never reported. */
+#define OBS_SLOTS (HAK_CLS_SPAN + 1)
 struct heap_obs {
     uint64_t allocs[OBS_SLOTS];
     uint64_t frees[OBS_SLOTS];
@@ -68,6 +84,7 @@ struct heap {
     struct rcache_info rinfo[RCACHE_SIZE];
 #endif
     struct class_regions regions[HAK_NCLASSES];
+    struct span_heap span;
     uint64_t empty_cur;              /* mid classes whose current region emptied (a hint) */
     struct heap *next_heap;          /* all heaps, for fork and reuse */
     /* Classes into whose regions another thread pushed the first remote free since the
@@ -75,6 +92,11 @@ struct heap {
      * accessed atomically, so the writers never share a word or a line with the owner's
      * plain fields. */
     _Atomic uint64_t remote_scan HAK_ALIGNED(HAK_CACHE_LINE);
+    /* Phase 100: another thread freed the first block onto one of this heap's spans'
+     * empty remote stacks since the owner last merged them.  A line of its own too: every
+     * span malloc reads it, and tiny classes' remote frees (remote_scan) must not make
+     * that read miss (larson: a quarter of span_malloc's samples). */
+    _Atomic uint32_t span_remote HAK_ALIGNED(HAK_CACHE_LINE);
     uint8_t  live;                   /* owned by a running thread */
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */

@@ -4,6 +4,7 @@
 #define HAK_TESTUTIL_H
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,34 @@ static inline int policy_load_text(const char *text)
     int r = ok ? hak_policy_load(path) : -1;
     unlink(path);
     return r;
+}
+
+/* hak_free(p) on a thread of its own, a remote free; returns what hakmem reported there
+ * (in buf, "" if nothing). */
+struct free_elsewhere {
+    void *p;
+    char *buf;
+    size_t cap;
+};
+
+static void *free_elsewhere_main(void *arg)
+{
+    struct free_elsewhere *f = arg;
+    struct capture c;
+    stderr_capture_begin(&c);
+    hak_free(f->p);
+    stderr_capture_end(&c, f->buf, f->cap);
+    return NULL;
+}
+
+static inline const char *hak_free_elsewhere(void *p, char *buf, size_t cap)
+{
+    struct free_elsewhere f = { p, buf, cap };
+    pthread_t t;
+    buf[0] = 0;
+    if (pthread_create(&t, NULL, free_elsewhere_main, &f) == 0)
+        pthread_join(t, NULL);
+    return buf;
 }
 
 /* Resident set size in bytes, from /proc/self/statm. */

@@ -312,7 +312,7 @@ START_TEST(test_shipped_configs_load)
     static const char *files[] = { "default.ini", "phase91-off.ini", "phase90-off.ini", "phases-off.ini",
         "slots-off.ini", "slots-all.ini", "observe-on.ini", "lean.ini", "phase93-off.ini",
         "phase94-on.ini", "phase95-off.ini", "phase96-off.ini", "phase97-off.ini",
-        "phase99-off.ini" };
+        "phase99-off.ini", "phase100-off.ini" };
     for (unsigned i = 0; i < sizeof files / sizeof files[0]; i++) {
         char f[512];
         snprintf(f, sizeof f, "%s/config/%s", srcdir, files[i]);
@@ -337,6 +337,7 @@ START_TEST(test_shipped_configs_load)
     ck_assert_uint_eq(p.phase96, d.phase96);
     ck_assert_uint_eq(p.phase97, d.phase97);
     ck_assert_uint_eq(p.phase99, d.phase99);
+    ck_assert_uint_eq(p.phase100, d.phase100);
     ck_assert_uint_eq(p.large_cache_bytes, d.large_cache_bytes);
     ck_assert_uint_eq(p.on_misuse_abort, HAK_HARDENED ? 0 : d.on_misuse_abort);  /* hardened aborts by default */
 }

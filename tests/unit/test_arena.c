@@ -12,6 +12,7 @@
 #include "cold/arena.h"
 #include "cold/cold.h"
 #include "cold/os.h"
+#include "region/map.h"
 #include "route/classes.h"
 
 #define NEVER_PURGE ((size_t)1 << 40)
@@ -259,7 +260,8 @@ END_TEST
 
 /* [phases] phase96 (HAKMEM_PHASE96=off in the unit-arena-phase96-off run): once 16 MiB
  * is in use, a region taken from fresh pages is resident whole before the first block is
- * touched; with the phase off only the pages touched are.  A small heap's never are. */
+ * touched, and so is a span (Phase 100); with the phase off only the pages touched are.
+ * A small heap's never are. */
 START_TEST(test_phase96_populate)
 {
     char v[16], src[128];
@@ -267,22 +269,35 @@ START_TEST(test_phase96_populate)
     int on = !strcmp(v, "on");
     ck_assert_int_eq(hak_policy_get("phases.phase94", v, sizeof v, src, sizeof src), 0);
     int huge = !strcmp(v, "on") && thp_kernel();    /* a huge page is resident whole anyway */
-    char *small = hak_malloc(3000);             /* a 64 KiB region, the heap still small */
+    char *small = hak_malloc(700);              /* a 64 KiB region, the heap still small */
     ck_assert_ptr_nonnull(small);
     if (!huge)
         ck_assert_uint_lt(resident_pages((uintptr_t)small & ~(uintptr_t)(HAK_CHUNK_SIZE - 1)), 16);
     void *big[17];
     for (unsigned i = 0; i < 17; i++)
         ck_assert_ptr_nonnull(big[i] = hak_malloc(1 << 20));    /* chunk runs: in use */
-    char *b = hak_malloc(6000);                 /* another 64 KiB class: a fresh region */
+    char *b = hak_malloc(900);                  /* another 64 KiB class: a fresh region */
     ck_assert_ptr_nonnull(b);
     unsigned r = resident_pages((uintptr_t)b & ~(uintptr_t)(HAK_CHUNK_SIZE - 1));
     if (on)
         ck_assert_uint_eq(r, 16);
     else if (!huge)
         ck_assert_uint_lt(r, 16);
+    char *m = hak_malloc(200 << 10);            /* the heap's first span, taken now */
+    ck_assert_ptr_nonnull(m);
+    struct region *sr = region_of_block(m);
+    if (sr->cls == HAK_CLS_SPAN) {              /* Phase 100 on */
+        unsigned rs = 0;
+        for (unsigned k = 0; k < SPAN_CHUNKS; k++)
+            rs += resident_pages((uintptr_t)sr + ((uintptr_t)k << HAK_CHUNK_SHIFT));
+        if (on)
+            ck_assert_uint_eq(rs, SPAN_CHUNKS * 16);
+        else if (!huge)
+            ck_assert_uint_lt(rs, SPAN_CHUNKS * 16);
+    }
     for (unsigned i = 0; i < 17; i++)
         hak_free(big[i]);
+    hak_free(m);
     hak_free(b);
     hak_free(small);
 }

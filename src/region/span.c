@@ -1,0 +1,451 @@
+/* The span heap (Phase 100): a thread's mid blocks carved best fit from the free runs of its
+ * spans, and freed blocks merged with their free neighbours; the layout is in span.h. */
+#include <errno.h>
+#include "span.h"
+#include "map.h"
+#include "../cold/cold.h"
+#ifdef HAK_SPAN_DEBUG
+#include <stdio.h>
+#include <stdlib.h>
+/* Debug builds stop at the first operation after which the spans and bins disagree. */
+#define SPAN_CHECK(h) do { const char *why_ = span_check(h); \
+        if (why_) { fprintf(stderr, "hakmem: %s: %s\n", __func__, why_); abort(); } } while (0)
+#else
+#define SPAN_CHECK(h) ((void)0)
+#endif
+
+/* Tags are read and written with relaxed atomics: another thread's free may flip a live
+ * tag to TAG_REMOTE beside the one the owner is reading. */
+HAK_INLINE unsigned tag_get(struct region *r, uint32_t g)
+{
+    return __atomic_load_n(&r->tags[g], __ATOMIC_RELAXED);
+}
+
+HAK_INLINE void tag_set(struct region *r, uint32_t g, unsigned v)
+{
+    __atomic_store_n(&r->tags[g], (uint8_t)v, __ATOMIC_RELAXED);
+}
+
+/* Marks [g, g + n) one free run: its first and last granule say so, with its length. */
+HAK_INLINE void run_mark(struct region *r, uint32_t g, uint32_t n)
+{
+    uint16_t *len = span_len(r);
+    tag_set(r, g, TAG_FREE);
+    len[g] = (uint16_t)n;
+    if (n > 1) {
+        tag_set(r, g + n - 1, TAG_FEND);
+        len[g + n - 1] = (uint16_t)n;
+    }
+}
+
+/* A run's links are its last 16 bytes, so a block carved from its front, or a block
+ * merged into it from behind, leaves them where they are: they are rewritten only when
+ * the run changes bin.  (At the front, every carve from a fresh run wrote a line the
+ * block's owner had not touched yet: in frag, the page's first touch.) */
+HAK_INLINE struct span_node *run_node(struct region *r, uint32_t g, uint32_t n)
+{
+    return (struct span_node *)span_addr(r, g + n) - 1;
+}
+
+/* An ASan build unpoisons the links for the access alone. */
+HAK_INLINE struct span_node *node_get(struct span_node *x, struct span_node **next)
+{
+    HAK_UNPOISON(x, sizeof *x);
+    *next = x->next;
+    struct span_node *prev = x->prev;
+    HAK_POISON(x, sizeof *x);
+    return prev;
+}
+
+HAK_INLINE void node_set_next(struct span_node *x, struct span_node *next)
+{
+    HAK_UNPOISON(&x->next, sizeof x->next);
+    x->next = next;
+    HAK_POISON(&x->next, sizeof x->next);
+}
+
+HAK_INLINE void node_set_prev(struct span_node *x, struct span_node *prev)
+{
+    HAK_UNPOISON(&x->prev, sizeof x->prev);
+    x->prev = prev;
+    HAK_POISON(&x->prev, sizeof x->prev);
+}
+
+static void bin_push(struct heap *h, struct span_node *x, uint32_t n)
+{
+
+    unsigned b = span_bin(n);
+    struct span_node *head = h->span.bin[b];
+    node_set_next(x, head);
+    node_set_prev(x, NULL);
+    if (head)
+        node_set_prev(head, x);
+    h->span.bin[b] = x;
+    h->span.nonempty[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
+/* A bin found damaged (a write past a block reached a free run's links): the bin is cut,
+ * its runs leak, and nothing is handed out or linked through memory a wild write chose. */
+static HAK_COLD void bin_cut(struct heap *h, unsigned b, void *at)
+{
+    cold_misuse("malloc", at, "heap corruption: free-run links overwritten (runs leaked)", HAK_CLS_SPAN);
+    h->span.bin[b] = NULL;
+    h->span.nonempty[b >> 6] &= ~((uint64_t)1 << (b & 63));
+}
+
+#if HAK_HARDENED
+/* Hardened builds follow a link only to the links of a free run of one of our spans. */
+static int node_ok(struct span_node *x)
+{
+    uintptr_t a = (uintptr_t)x + sizeof *x;
+    unsigned b = region_map_get(a - 1);
+    if (b - 1u >= 0xFEu)
+        return 0;
+    struct region *r = region_from_map(a - 1, b);
+    uintptr_t off = a - (uintptr_t)r;
+    return r->cls == HAK_CLS_SPAN && off > SPAN_BLOCKS_OFF && !(off & (SPAN_GRANULE - 1))
+        && (tag_get(r, span_gran(r, x)) == TAG_FEND || tag_get(r, span_gran(r, x)) == TAG_FREE);
+}
+#else
+#define node_ok(x) 1
+#endif
+
+/* Takes run x of length n out of its bin; 0 if its neighbours in the list do not point
+ * back at it (the bin is cut instead). */
+static int bin_unlink(struct heap *h, struct span_node *x, uint32_t n)
+{
+    unsigned b = span_bin(n);
+    struct span_node *next, *prev = node_get(x, &next), *pn, *nn;
+    if (unlikely(prev ? !node_ok(prev) || (node_get(prev, &pn), pn != x) : h->span.bin[b] != x)
+        || unlikely(next && (!node_ok(next) || node_get(next, &nn) != x))) {
+        bin_cut(h, b, x);
+        return 0;
+    }
+    if (prev)
+        node_set_next(prev, next);
+    else if ((h->span.bin[b] = next) == NULL)
+        h->span.nonempty[b >> 6] &= ~((uint64_t)1 << (b & 63));
+    if (next)
+        node_set_prev(next, prev);
+    return 1;
+}
+
+/* Run x was n granules and is m now (its end where it was): into m's bin if that differs. */
+HAK_INLINE int bin_move(struct heap *h, struct span_node *x, uint32_t n, uint32_t m)
+{
+    if (span_bin(n) == span_bin(m))
+        return 1;
+    if (!bin_unlink(h, x, n))
+        return 0;
+    bin_push(h, x, m);
+    return 1;
+}
+
+/* The first non-empty bin from b on (its head), or NULL. */
+HAK_INLINE struct span_node *bin_first(struct heap *h, unsigned b, unsigned *found)
+{
+    unsigned w = b >> 6;
+    uint64_t m = h->span.nonempty[w] & (~(uint64_t)0 << (b & 63));
+    if (m == 0 && w == 0) {
+        m = h->span.nonempty[1];
+        w = 1;
+    }
+    if (m == 0)
+        return NULL;
+    *found = w * 64 + (unsigned)__builtin_ctzll(m);
+    return h->span.bin[*found];
+}
+
+void *span_malloc(struct heap *h, size_t size)
+{
+    uint32_t want = (uint32_t)((size + SPAN_GRANULE - 1) >> SPAN_GSHIFT);
+    if (want < SPAN_QUICK_LEN && h->span.quick[want] != NULL) {
+        void *p = h->span.quick[want];
+        struct region *r = region_of_block(p);
+        h->span.quick[want] = region_link_load(r, p, 0);
+        h->span.quick_n[want]--;
+        h->span.quick_bytes -= want << SPAN_GSHIFT;
+        tag_set(r, span_gran(r, p), TAG_LIVE_SPAN);
+        OBS_INC(h, allocs, route_class_of(size));
+        HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
+        SPAN_CHECK(h);
+        return p;
+    }
+    unsigned b = span_bin_up(want), fb;
+    /* Blocks other threads gave back are reused before fresh runs (a producer whose blocks
+     * a consumer frees would otherwise carve its spans to the end first). */
+    if (unlikely(atomic_load_explicit(&h->span_remote, memory_order_relaxed)))
+        cold_span_merge_pending(h);
+    for (;;) {
+        struct span_node *x = bin_first(h, b, &fb);
+        if (unlikely(x == NULL)) {
+            if (!cold_span_refill(h)) {
+                errno = ENOMEM;
+                return NULL;
+            }
+            continue;
+        }
+        struct region *r = region_of_block(x);
+        uint16_t *len = span_len(r);
+        uint32_t e = span_gran(r, x), n = len[e], g = e + 1 - n;
+        /* A run's tags and lengths are in the header, out of reach of a block's overflow;
+         * its links are checked as they are followed. */
+        if (unlikely(n == 0 || n > e || tag_get(r, g) != TAG_FREE || span_bin(n) != fb
+                     || (n > 1 && tag_get(r, e) != TAG_FEND))) {
+            bin_cut(h, fb, x);
+            continue;
+        }
+        /* The block is the run's front: the rest keeps its links at the end, and its bin
+         * unless it has shrunk out of it. */
+        if (n == want) {
+            if (unlikely(!bin_unlink(h, x, n)))
+                continue;
+            if (n > 1)
+                tag_set(r, e, 0);           /* the run's end is inside the block now */
+        } else {
+            if (unlikely(!bin_move(h, x, n, n - want)))
+                continue;
+            run_mark(r, g + want, n - want);
+        }
+        len[g] = (uint16_t)want;
+        tag_set(r, g, TAG_LIVE_SPAN);
+        r->used++;
+        OBS_INC(h, allocs, route_class_of(size));
+        void *p = span_addr(r, g);
+        HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
+        SPAN_CHECK(h);
+        return p;
+    }
+}
+
+/* Frees [g, g + n) of r (its tags inside are 0 or a stale start): merged with a free run
+ * on either side, then binned; when r has nothing live left, cold_span_emptied may send r
+ * back to the arenas instead (r alone: no other span leaves the heap here). */
+void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
+{
+    uint16_t *len = span_len(r);
+    struct span_node *x = NULL;             /* the run after, whose links end the merged run */
+    uint32_t xn = 0;
+    tag_set(r, g, 0);
+    if (g > SPAN_FIRST) {
+        unsigned t = tag_get(r, g - 1);
+        if (t == TAG_FEND || t == TAG_FREE) {
+            uint32_t pn = len[g - 1];
+            if (bin_unlink(h, run_node(r, g - pn, pn), pn)) {
+                tag_set(r, g - 1, 0);
+                g -= pn;
+                n += pn;
+            }
+        }
+    }
+    uint32_t e = g + n;
+    if (e < SPAN_NGRAN && tag_get(r, e) == TAG_FREE) {
+        xn = len[e];
+        x = run_node(r, e, xn);
+        tag_set(r, e, 0);
+        n += xn;
+    }
+    run_mark(r, g, n);
+    if (r->used == 0) {
+        if (x && !bin_unlink(h, x, xn))
+            return;                         /* reported; the span stays, leaked */
+        if (cold_span_emptied(h, r))
+            bin_push(h, run_node(r, g, n), n);
+        return;
+    }
+    if (x == NULL)
+        bin_push(h, run_node(r, g, n), n);
+    else
+        bin_move(h, x, xn, n);
+}
+
+/* A span just taken from the arenas: one free run. */
+void span_run_new(struct heap *h, struct region *r)
+{
+    run_mark(r, SPAN_FIRST, SPAN_RUN_MAX);
+    bin_push(h, run_node(r, SPAN_FIRST, SPAN_RUN_MAX), SPAN_RUN_MAX);
+}
+
+/* A freed block (still counted in r->used): into the quick cache if its length has room
+ * there, else merged. */
+static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
+{
+    if (n < SPAN_QUICK_LEN && h->span.quick_n[n] < SPAN_QUICK_DEPTH
+        && h->span.quick_bytes + (n << SPAN_GSHIFT) <= SPAN_QUICK_BYTES) {
+        void *p = span_addr(r, g);
+        tag_set(r, g, TAG_CACHED);
+        region_link_store(r, p, h->span.quick[n]);
+        h->span.quick[n] = p;
+        h->span.quick_n[n]++;
+        h->span.quick_bytes += n << SPAN_GSHIFT;
+        return;
+    }
+    r->used--;
+    span_run_put(h, r, g, n);
+}
+
+void span_free(struct heap *h, struct region *r, void *p)
+{
+    uint32_t g = span_gran(r, p), n = span_len(r)[g];
+    OBS_INC(h, frees, route_class_of((size_t)n << SPAN_GSHIFT));
+    HAK_POISON(p, (size_t)n << SPAN_GSHIFT);
+    span_put(h, r, g, n);
+    SPAN_CHECK(h);
+}
+
+/* Every cached block merged: before a span is added (the cache may hold the fit), and at
+ * thread exit. */
+void span_quick_flush(struct heap *h)
+{
+    for (uint32_t n = 1; n < SPAN_QUICK_LEN; n++) {
+        void *p;
+        while ((p = h->span.quick[n]) != NULL) {
+            struct region *r = region_of_block(p);
+            h->span.quick[n] = region_link_load(r, p, 0);
+            r->used--;
+            span_run_put(h, r, span_gran(r, p), n);
+        }
+        h->span.quick_n[n] = 0;
+    }
+    h->span.quick_bytes = 0;
+}
+
+/* realloc in place: the block's tail goes back (and merges), or the block grows into the
+ * free run right after it, by a quarter more than asked when that run has room, so a
+ * buffer grown a little at a time does not come back here on every call. */
+int span_resize(struct heap *h, struct region *r, void *p, size_t size)
+{
+    uint16_t *len = span_len(r);
+    uint32_t g = span_gran(r, p), cur = len[g];
+    uint32_t want = (uint32_t)((size + SPAN_GRANULE - 1) >> SPAN_GSHIFT);
+    if (want <= cur) {
+        if (want < cur) {
+            len[g] = (uint16_t)want;
+            HAK_POISON(span_addr(r, g + want), (size_t)(cur - want) << SPAN_GSHIFT);
+            span_run_put(h, r, g + want, cur - want);
+        }
+        return 1;
+    }
+    uint32_t e = g + cur;
+    if (e >= SPAN_NGRAN || tag_get(r, e) != TAG_FREE)
+        return 0;
+    uint32_t nn = len[e], room = cur + nn;
+    if (room < want)
+        return 0;
+    uint32_t more = want + want / 4;
+    if (more > (HAK_MID_MAX >> SPAN_GSHIFT))
+        more = HAK_MID_MAX >> SPAN_GSHIFT;
+    if (more <= room)
+        want = more;
+    struct span_node *x = run_node(r, e, nn);
+    if (want == room) {
+        if (!bin_unlink(h, x, nn))
+            return 0;
+        tag_set(r, e, 0);
+        if (nn > 1)
+            tag_set(r, e + nn - 1, 0);
+    } else {
+        if (!bin_move(h, x, nn, room - want))
+            return 0;
+        tag_set(r, e, 0);
+        run_mark(r, g + want, room - want);
+    }
+    len[g] = (uint16_t)want;
+    HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
+    SPAN_CHECK(h);
+    return 1;
+}
+
+/* Blocks other threads freed into r (tagged TAG_REMOTE, linked through their first word),
+ * cached or merged as if freed here.  r may leave the heap when its last block comes back. */
+void span_merge_remote(struct heap *h, struct region *r)
+{
+    void *p = atomic_exchange(&r->remote, NULL);
+    while (p) {
+        void *next = region_link_load(r, p, 1);
+        uint32_t g = span_gran(r, p), n = span_len(r)[g];
+        HAK_POISON(p, (size_t)n << SPAN_GSHIFT);
+        span_put(h, r, g, n);
+        p = next;
+    }
+}
+
+/* An adopted span: its free runs (as the last owner left them) into h's bins. */
+void span_link_runs(struct heap *h, struct region *r)
+{
+    uint16_t *len = span_len(r);
+    for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN;) {
+        uint32_t n = len[g];
+        if (n == 0)                         /* never: every granule is in a block or run */
+            break;
+        if (tag_get(r, g) == TAG_FREE)
+            bin_push(h, run_node(r, g, n), n);
+        g += n;
+    }
+}
+
+#ifdef HAK_SPAN_DEBUG
+/* Debug builds (the unit-span test): every span of h walked granule by granule and every
+ * bin followed, and the two cross-checked.  NULL if they agree, else what is wrong. */
+const char *span_check(struct heap *h)
+{
+    static __thread char why[160];
+    unsigned nruns = 0, nlinked = 0;
+    struct region *r = h->span.list;
+    for (unsigned i = 0; i < h->span.n; i++, r = r->next) {
+        uint16_t *len = span_len(r);
+        unsigned used = 0, prev_free = 0;
+        if (atomic_load(&r->owner) != h)
+            return snprintf(why, sizeof why, "span %p not owned", (void *)r), why;
+        for (uint32_t g = SPAN_FIRST, n; g < SPAN_NGRAN; g += n) {
+            unsigned t = tag_get(r, g), free = t == TAG_FREE;
+            n = len[g];
+            if (n == 0 || g + n > SPAN_NGRAN)
+                return snprintf(why, sizeof why, "span %p: length %u at %u", (void *)r, n, g), why;
+            if (free && prev_free)
+                return snprintf(why, sizeof why, "span %p: runs not merged at %u", (void *)r, g), why;
+            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE)
+                return snprintf(why, sizeof why, "span %p: tag %#x at %u", (void *)r, t, g), why;
+            if (n > 1 && (free ? tag_get(r, g + n - 1) != TAG_FEND || len[g + n - 1] != n : tag_get(r, g + n - 1) != 0))
+                return snprintf(why, sizeof why, "span %p: bad last granule of %u", (void *)r, g), why;
+            for (uint32_t k = g + 1; k + 1 < g + n; k++)
+                if (tag_get(r, k) != 0)
+                    return snprintf(why, sizeof why, "span %p: tag inside %u at %u", (void *)r, g, k), why;
+            nruns += free;
+            used += !free;
+            prev_free = free;
+        }
+        if (used != r->used)
+            return snprintf(why, sizeof why, "span %p: used %u, %u blocks", (void *)r, r->used, used), why;
+    }
+    for (unsigned b = 0; b < SPAN_NBINS; b++) {
+        struct span_node *x = h->span.bin[b], *prev = NULL;
+        if ((x != NULL) != ((h->span.nonempty[b >> 6] >> (b & 63)) & 1))
+            return snprintf(why, sizeof why, "bin %u: bit and head disagree", b), why;
+        for (; x; prev = x, x = x->next, nlinked++) {
+            struct region *xr = region_of_block(x);
+            uint32_t e = span_gran(xr, x), n = span_len(xr)[e];
+            if (atomic_load(&xr->owner) != h || x->prev != prev || span_bin(n) != b || tag_get(xr, e + 1 - n) != TAG_FREE)
+                return snprintf(why, sizeof why, "bin %u: bad link %p", b, (void *)x), why;
+        }
+    }
+    if (nruns != nlinked)
+        return snprintf(why, sizeof why, "%u runs, %u linked", nruns, nlinked), why;
+    size_t bytes = 0;
+    for (uint32_t n = 1; n < SPAN_QUICK_LEN; n++) {
+        unsigned k = 0;
+        for (void *p = h->span.quick[n]; p; p = *(void **)p, k++) {
+            struct region *pr = region_of_block(p);
+            if (atomic_load(&pr->owner) != h || tag_get(pr, span_gran(pr, p)) != TAG_CACHED
+                || span_len(pr)[span_gran(pr, p)] != n)
+                return snprintf(why, sizeof why, "quick %u: bad block %p", n, p), why;
+        }
+        if (k != h->span.quick_n[n] || k > SPAN_QUICK_DEPTH)
+            return snprintf(why, sizeof why, "quick %u: %u blocks, count %u", n, k, h->span.quick_n[n]), why;
+        bytes += (size_t)k * n << SPAN_GSHIFT;
+    }
+    if (bytes != h->span.quick_bytes || bytes > SPAN_QUICK_BYTES)
+        return snprintf(why, sizeof why, "quick: %zu bytes, count %u", bytes, h->span.quick_bytes), why;
+    return NULL;
+}
+#endif

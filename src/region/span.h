@@ -1,0 +1,126 @@
+/* Spans (Phase 100): 1 MiB regions from which a thread carves mid blocks of any size, best
+ * fit, and into which frees coalesce, so memory one size mix freed serves the next. */
+#ifndef HAK_REGION_SPAN_H
+#define HAK_REGION_SPAN_H
+
+#include "region.h"
+
+/* A span is a region (header, tags, map bytes) of SPAN_CHUNKS chunks whose blocks are runs
+ * of 256-byte granules.  Size classes keep each size's freed blocks for that size only: at
+ * 10 % survival a region of 16 blocks empties (and serves another class) 18 % of the time,
+ * so frag's third size mix faulted in 200 MB of fresh pages next to 230 MB it had freed.
+ * Here a freed block merges with its free neighbours at once and any request that fits
+ * takes it.
+ *
+ * Everything that says where blocks begin and end is out of band, in the header, so that
+ * no free reads or writes its neighbours' memory to find them:
+ * - tags[g], one byte per granule: TAG_LIVE_SPAN at a live block's first granule,
+ *   TAG_FREE at a free run's first, TAG_FEND at its last (runs of two granules or more),
+ *   TAG_REMOTE at a block another thread freed that the owner has not merged yet, 0
+ *   elsewhere.  The tag check of every free works unchanged (a granule-aligned pointer
+ *   whose tag is live), and a neighbour's tag says whether it can merge.
+ * - len[g], 16 bits per granule: the length in granules of the block or run starting at g,
+ *   and of a free run also at its last granule, where the run after it looks.
+ * A free run's first 24 bytes hold its bin links (struct span_node); nothing else is
+ * written into free memory.  Only the owning heap reads or writes runs, lengths and bins;
+ * another thread's free flips the tag to TAG_REMOTE and pushes the block on the span's
+ * remote stack, as for any region. */
+#define SPAN_CHUNKS   16u
+#define SPAN_GSHIFT   8u
+#define SPAN_GRANULE  (1u << SPAN_GSHIFT)
+#define SPAN_NGRAN    ((SPAN_CHUNKS << HAK_CHUNK_SHIFT) >> SPAN_GSHIFT)      /* 4096 */
+/* Header, tags and lengths, rounded up to a granule: block 0 starts here (12,544 B). */
+#define SPAN_BLOCKS_OFF ((offsetof(struct region, tags) + SPAN_NGRAN * 3u + SPAN_GRANULE - 1) \
+                         & ~(size_t)(SPAN_GRANULE - 1))
+#define SPAN_FIRST    ((uint32_t)(SPAN_BLOCKS_OFF >> SPAN_GSHIFT))            /* 49 */
+#define SPAN_RUN_MAX  (SPAN_NGRAN - SPAN_FIRST)                               /* a fresh span's run */
+
+/* A span's class id: past every size class and the large row, so it indexes no per-class
+ * array; its live tag has the slot index no class takes (route_slot_indexes_init). */
+#define HAK_CLS_SPAN     (HAK_NCLASSES + 1)
+#define SLOT_INDEX_SPAN  (SLOT_NINDEX - 1)
+#define TAG_LIVE_SPAN    (0x80u + SLOT_INDEX_SPAN)
+#define TAG_FEND         0x03u
+#define TAG_REMOTE       0x04u
+#define TAG_CACHED       0x05u   /* in the owner's quick cache: free, but not a run */
+
+/* The quick cache: a freed block of under 64 granules (16 KiB) goes onto a LIFO of its
+ * exact length, up to 8 deep and 256 KiB in all, and the next request of that length takes
+ * it without a bin search, a split or a merge, as glibc's tcache does in front of its bins.
+ * Its tag is TAG_CACHED, so no neighbour merges with it; it counts as used, so its span
+ * stays; the cache is merged back before a span is added, and at thread exit.  (larson,
+ * which churns blocks of a dozen mid lengths: the merging path alone ran 130 instructions
+ * a pair more than the size classes' LIFO.) */
+#define SPAN_QUICK_LEN   64u
+#define SPAN_QUICK_DEPTH 8u
+#define SPAN_QUICK_BYTES (256u << 10)
+
+/* Bins: exact lengths below 64 granules (16 KiB), then eight bins per doubling (TLSF's
+ * two levels), up to the 8191 granules of the longest run a span could hold. */
+#define SPAN_NBINS    120u
+#define SPAN_BIN_WORDS 2u
+
+struct span_node {
+    struct span_node *next, *prev;
+    struct region *span;
+};
+
+HAK_INLINE uint16_t *span_len(struct region *r)
+{
+    return (uint16_t *)(void *)(r->tags + SPAN_NGRAN);
+}
+
+HAK_INLINE uint32_t span_gran(struct region *r, const void *p)
+{
+    return (uint32_t)(((uintptr_t)p - (uintptr_t)r) >> SPAN_GSHIFT);
+}
+
+HAK_INLINE void *span_addr(struct region *r, uint32_t g)
+{
+    return (char *)r + ((size_t)g << SPAN_GSHIFT);
+}
+
+/* The bin of runs of length n (n >= 1). */
+HAK_INLINE unsigned span_bin(uint32_t n)
+{
+    if (n < 64)
+        return n;
+    unsigned fl = 31u - (unsigned)__builtin_clz(n);
+    return 64u + (fl - 6u) * 8u + ((n >> (fl - 3u)) & 7u);
+}
+
+/* The first bin whose every run holds n granules: n rounded up to its bin's start. */
+HAK_INLINE unsigned span_bin_up(uint32_t n)
+{
+    if (n < 64)
+        return n;
+    unsigned fl = 31u - (unsigned)__builtin_clz(n);
+    return span_bin(n + (1u << (fl - 3u)) - 1u);
+}
+
+/* Bytes a live span block holds (its tag already checked). */
+HAK_INLINE size_t span_block_size(struct region *r, const void *p)
+{
+    return (size_t)span_len(r)[span_gran(r, p)] << SPAN_GSHIFT;
+}
+
+/* Bytes a live block of any region holds. */
+HAK_INLINE size_t region_block_size(struct region *r, const void *p)
+{
+    return r->cls == HAK_CLS_SPAN ? span_block_size(r, p) : r->bsize;
+}
+
+/* src/region/span.c: the owner's side (h owns every span passed in) */
+void *span_malloc(struct heap *h, size_t n);                 /* HAK_TINY_MAX < n <= HAK_MID_MAX */
+void  span_free(struct heap *h, struct region *r, void *p);  /* a live block, its tag now TAG_FREE */
+int   span_resize(struct heap *h, struct region *r, void *p, size_t n);   /* 1: p now holds n */
+void  span_merge_remote(struct heap *h, struct region *r);   /* blocks other threads freed */
+void  span_link_runs(struct heap *h, struct region *r);      /* an adopted span's runs into the bins */
+void  span_quick_flush(struct heap *h);                      /* every cached block merged */
+#ifdef HAK_SPAN_DEBUG
+const char *span_check(struct heap *h);                      /* NULL: spans and bins agree */
+#endif
+void  span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n);   /* frees a run */
+void  span_run_new(struct heap *h, struct region *r);        /* a fresh span: one run */
+
+#endif

@@ -41,7 +41,7 @@ struct region {
     uint32_t gmask;                  /* granule - 1: a block start has no bits of it */
     struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
     void    *free;                   /* owner-only: the home list (mid; remote frees collected) */
-    uint16_t nhome;                  /* owner-only: blocks home */
+    uint16_t nhome;                  /* owner-only: blocks home (a span: in the owner's quick cache) */
     uint16_t home_pos;               /* tiny, owner-only: the tag index the next scan starts at */
     uint16_t used;                   /* blocks out of the region: live, cached or remote */
     uint16_t carved;                 /* bump pointer: blocks carved so far (nblocks <= 7152) */

@@ -165,6 +165,7 @@ void *span_malloc(struct heap *h, size_t size)
         h->span.quick[want] = region_link_load(r, p, 0);
         h->span.quick_n[want]--;
         h->span.quick_bytes -= want << SPAN_GSHIFT;
+        r->nhome--;
         tag_set(r, span_gran(r, p), TAG_LIVE_SPAN);
         OBS_INC(h, allocs, route_class_of(size));
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
@@ -266,8 +267,42 @@ void span_run_new(struct heap *h, struct region *r)
     bin_push(h, run_node(r, SPAN_FIRST, SPAN_RUN_MAX), SPAN_RUN_MAX);
 }
 
+/* r holds nothing but blocks in the quick cache: they leave it and merge, so r empties and
+ * goes back to the arenas.  (Counted as used, they pinned whole spans: a program that freed
+ * everything kept dozens of spans for the blocks the cache held last.) */
+static HAK_NOINLINE void span_quick_drop(struct heap *h, struct region *r)
+{
+    void *mine[SPAN_QUICK_BYTES / (5u << SPAN_GSHIFT) + 1];   /* mid blocks are 5 granules and up */
+    unsigned k = 0;
+    for (uint32_t n = 1; n < SPAN_QUICK_LEN && k < r->nhome; n++) {
+        void *prev = NULL, *p = h->span.quick[n];
+        while (p != NULL) {
+            struct region *pr = region_of_block(p);
+            void *next = region_link_load(pr, p, 0);
+            if (pr == r) {
+                if (prev)
+                    region_link_store(region_of_block(prev), prev, next);
+                else
+                    h->span.quick[n] = next;
+                h->span.quick_n[n]--;
+                h->span.quick_bytes -= n << SPAN_GSHIFT;
+                mine[k++] = p;
+            } else {
+                prev = p;
+            }
+            p = next;
+        }
+    }
+    r->nhome = 0;
+    for (unsigned i = 0; i < k; i++) {      /* the last may send r back to the arenas */
+        uint32_t g = span_gran(r, mine[i]);
+        r->used--;
+        span_run_put(h, r, g, span_len(r)[g]);
+    }
+}
+
 /* A freed block (still counted in r->used): into the quick cache if its length has room
- * there, else merged. */
+ * there, else merged.  r->nhome counts r's blocks in the cache. */
 static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
     if (n < SPAN_QUICK_LEN && h->span.quick_n[n] < SPAN_QUICK_DEPTH
@@ -278,10 +313,14 @@ static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
         h->span.quick[n] = p;
         h->span.quick_n[n]++;
         h->span.quick_bytes += n << SPAN_GSHIFT;
+        if (unlikely(++r->nhome == r->used))
+            span_quick_drop(h, r);
         return;
     }
-    r->used--;
-    span_run_put(h, r, g, n);
+    int only_cached = --r->used != 0 && r->used == r->nhome;
+    span_run_put(h, r, g, n);               /* r stays: it still has cached blocks */
+    if (unlikely(only_cached))
+        span_quick_drop(h, r);
 }
 
 void span_free(struct heap *h, struct region *r, void *p)
@@ -302,6 +341,7 @@ void span_quick_flush(struct heap *h)
         while ((p = h->span.quick[n]) != NULL) {
             struct region *r = region_of_block(p);
             h->span.quick[n] = region_link_load(r, p, 0);
+            r->nhome--;
             r->used--;
             span_run_put(h, r, span_gran(r, p), n);
         }
@@ -394,7 +434,7 @@ const char *span_check(struct heap *h)
     struct region *r = h->span.list;
     for (unsigned i = 0; i < h->span.n; i++, r = r->next) {
         uint16_t *len = span_len(r);
-        unsigned used = 0, prev_free = 0;
+        unsigned used = 0, cached = 0, prev_free = 0;
         if (atomic_load(&r->owner) != h)
             return snprintf(why, sizeof why, "span %p not owned", (void *)r), why;
         for (uint32_t g = SPAN_FIRST, n; g < SPAN_NGRAN; g += n) {
@@ -413,19 +453,22 @@ const char *span_check(struct heap *h)
                     return snprintf(why, sizeof why, "span %p: tag inside %u at %u", (void *)r, g, k), why;
             nruns += free;
             used += !free;
+            cached += t == TAG_CACHED;
             prev_free = free;
         }
-        if (used != r->used)
-            return snprintf(why, sizeof why, "span %p: used %u, %u blocks", (void *)r, r->used, used), why;
+        if (used != r->used || cached != r->nhome)
+            return snprintf(why, sizeof why, "span %p: used %u, %u blocks; %u of %u cached", (void *)r,
+                            r->used, used, r->nhome, cached), why;
     }
     for (unsigned b = 0; b < SPAN_NBINS; b++) {
         struct span_node *x = h->span.bin[b], *prev = NULL;
         if ((x != NULL) != ((h->span.nonempty[b >> 6] >> (b & 63)) & 1))
             return snprintf(why, sizeof why, "bin %u: bit and head disagree", b), why;
-        for (; x; prev = x, x = x->next, nlinked++) {
+        for (struct span_node *next; x; prev = x, x = next, nlinked++) {
             struct region *xr = region_of_block(x);
             uint32_t e = span_gran(xr, x), n = span_len(xr)[e];
-            if (atomic_load(&xr->owner) != h || x->prev != prev || span_bin(n) != b || tag_get(xr, e + 1 - n) != TAG_FREE)
+            if (atomic_load(&xr->owner) != h || node_get(x, &next) != prev || span_bin(n) != b
+                || tag_get(xr, e + 1 - n) != TAG_FREE)
                 return snprintf(why, sizeof why, "bin %u: bad link %p", b, (void *)x), why;
         }
     }
@@ -434,7 +477,7 @@ const char *span_check(struct heap *h)
     size_t bytes = 0;
     for (uint32_t n = 1; n < SPAN_QUICK_LEN; n++) {
         unsigned k = 0;
-        for (void *p = h->span.quick[n]; p; p = *(void **)p, k++) {
+        for (void *p = h->span.quick[n]; p; p = region_link_load(region_of_block(p), p, 0), k++) {
             struct region *pr = region_of_block(p);
             if (atomic_load(&pr->owner) != h || tag_get(pr, span_gran(pr, p)) != TAG_CACHED
                 || span_len(pr)[span_gran(pr, p)] != n)

@@ -160,6 +160,7 @@ END_TEST
 
 START_TEST(test_quick_cache)
 {
+    char *guard = hak_malloc(3000);                        /* keeps the span from emptying */
     char *p = hak_malloc(3000);
     struct region *r = span_of(p);
     hak_free(p);
@@ -183,6 +184,13 @@ START_TEST(test_quick_cache)
     ck_assert_uint_le(heap_tls->span.quick_bytes, SPAN_QUICK_BYTES);
     assert_consistent();
     hak_free(p);
+    /* The guard's free leaves the span nothing but cached blocks: they merge, and the
+     * span is one run again. */
+    hak_free(guard);
+    assert_consistent();
+    ck_assert_uint_eq(r->used, 0);
+    ck_assert_uint_eq(r->nhome, 0);
+    ck_assert_uint_eq(span_len(r)[SPAN_FIRST], SPAN_RUN_MAX);
 }
 END_TEST
 
@@ -319,20 +327,25 @@ START_TEST(test_thread_exit_adopt)
 }
 END_TEST
 
-/* Freed, a heap's spans go back to the arenas but one. */
+/* Freed, a heap's spans go back to the arenas but one, whether their blocks merge at once
+ * (20 KiB) or some wait in the quick cache (3 KiB): the cache pins no span. */
 START_TEST(test_empty_spans_released)
 {
-    enum { N = 200 };                                      /* 4 MB of 20 KiB blocks: 4 spans and more */
-    char *v[N];
+    enum { N = 4000 };
+    static char *v[N];
+    static const size_t sizes[] = { BIG, 3000, 1100 };
     size_t before = arena_in_use();
-    for (int i = 0; i < N; i++)
-        v[i] = hak_malloc(BIG);
-    ck_assert_uint_ge(heap_tls->span.n, 4);
-    for (int i = 0; i < N; i++)
-        hak_free(v[i]);
-    assert_consistent();
-    ck_assert_uint_le(heap_tls->span.n, 1);
-    ck_assert_uint_le(arena_in_use(), before + (size_t)SPAN_CHUNKS * HAK_CHUNK_SIZE);
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int n = (int)((4u << 20) / sizes[s] < N ? (4u << 20) / sizes[s] : N);   /* 4 spans and more */
+        for (int i = 0; i < n; i++)
+            v[i] = hak_malloc(sizes[s]);
+        ck_assert_uint_ge(heap_tls->span.n, 4);
+        for (int i = 0; i < n; i++)
+            hak_free(v[(i * 7) % n]);                       /* 7 is prime to every n here */
+        assert_consistent();
+        ck_assert_msg(heap_tls->span.n <= 1, "%zu B blocks: %u spans left", sizes[s], heap_tls->span.n);
+        ck_assert_uint_le(arena_in_use(), before + (size_t)SPAN_CHUNKS * HAK_CHUNK_SIZE);
+    }
 }
 END_TEST
 

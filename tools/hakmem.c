@@ -220,7 +220,7 @@ static int usage(FILE *f)
             "       hakmem config list [--markdown]  every policy key: INI, variable, default, Meson option\n"
             "       hakmem run [--config FILE] -- PROGRAM [ARGS...]   run a program under hakmem\n"
             "       hakmem ab [--bench NAME] [--runs N] [--warmup K] [--threshold PCT] [--build-dir DIR] [--csv FILE]\n"
-            "                 A B [-- BENCH_ARGS...]   A/B of two INI policies, .so files or build:DIR, with a verdict\n"
+            "                 A B [-- BENCH_ARGS...]   A/B of two INI policies, .so files, build:DIR or glibc, with a verdict\n"
             "       hakmem compare [--runs N] [--benches a,b] [--out DIR] [--build-dir DIR] [--pgo-build-dir DIR]\n"
             "                 every benchmark under glibc, mimalloc, jemalloc, tcmalloc, hakmem Standard and FAST PGO\n");
     return f == stdout ? 0 : 2;

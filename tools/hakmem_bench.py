@@ -273,7 +273,10 @@ def find_system_lib(soname: str) -> Optional[Path]:
 
 
 def resolve_ab_side(spec: str, side: str, build_dir: Path) -> Setup:
-    """A or B: `build:DIR`, a build directory, a shared library, or an INI policy file."""
+    """A or B: `build:DIR`, a build directory, a shared library, an INI policy file, or
+    `glibc` (nothing preloaded: the system allocator, as compare runs it)."""
+    if spec == "glibc":
+        return Setup(side, "glibc")
     if spec.startswith("build:"):
         lib = Path(spec[len("build:"):]) / "libhakmem.so"
     elif Path(spec).is_dir():
@@ -352,8 +355,8 @@ def cmd_ab(argv: List[str]) -> int:
     p = argparse.ArgumentParser(
         prog="hakmem ab",
         description="Run one benchmark under A and B, interleaved, and decide whether B is faster. "
-                    "A and B are each an INI policy (run under --build-dir's libhakmem.so), a libhakmem .so, "
-                    "or build:DIR (DIR/libhakmem.so).",
+                    "A and B are each an INI policy (run under --build-dir's libhakmem.so), a libhakmem .so "
+                    "(or any allocator's), build:DIR (DIR/libhakmem.so), or glibc (nothing preloaded).",
         epilog="Arguments after -- go to the benchmark, e.g. hakmem ab A.ini B.ini -- 5000000")
     p.add_argument("--bench", default="ssot", help="benchmark in BUILD_DIR/bench (default: ssot)")
     p.add_argument("--runs", type=int, default=10, help="measured runs of each side (default: 10)")

@@ -55,6 +55,7 @@ struct region *region_adopt(unsigned cls, struct heap *h);
 /* ... and runs of chunks for large blocks (no region header; the caller keeps the map) */
 uintptr_t region_pool_chunks(unsigned chunks, int *clean);
 void  region_pool_chunks_release(uintptr_t a, unsigned chunks);
+void  region_pool_runs_release(const struct iovec *runs, unsigned n);   /* several, one lock */
 int   region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned more);   /* 1: grown in place */
 int   region_pool_chunk_free(uintptr_t a);                                       /* a's chunk is free */
 void  region_pool_lock(void);
@@ -68,7 +69,8 @@ void  region_pool_purge_done(const struct iovec *runs, unsigned n);
 /* span_pool.c (Phase 100): spans joining and leaving a heap */
 int   cold_span_refill(struct heap *h);              /* 0: out of memory */
 int   cold_span_merge_pending(struct heap *h);       /* remote frees merged: 1 if any */
-int   cold_span_emptied(struct heap *h, struct region *r);   /* 1: r stays, 0: released */
+void  cold_span_emptied(struct heap *h, struct region *r);  /* nothing left in r: it may go */
+void  cold_span_lend(struct heap *h, struct region *r);    /* r has just come down to little */
 void  cold_span_release_all(struct heap *h);         /* thread exit */
 struct region *region_pool_take_span(struct heap *h);   /* region_pool.c */
 

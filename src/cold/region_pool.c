@@ -81,24 +81,37 @@ HAK_COLD uintptr_t region_pool_chunks(unsigned chunks, int *clean)
     return pool_get(chunks, clean, 0);     /* a big block may be touched sparsely */
 }
 
-HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
+/* Runs of chunks (iov_len a multiple of a chunk) back to their arenas, under one lock. */
+HAK_COLD void region_pool_runs_release(const struct iovec *runs, unsigned n)
 {
-    HAK_UNPOISON((void *)a, (size_t)chunks << HAK_CHUNK_SHIFT);
+    for (unsigned k = 0; k < n; k++)
+        HAK_UNPOISON(runs[k].iov_base, runs[k].iov_len);
     const struct policy *p = policy_now();
-    int phase99 = HAK_PHASE99 && p->phase99;
+    int phase99 = HAK_PHASE99 && p->phase99, purged = 0, due = 0;
     pthread_mutex_lock(&pool_mutex);
     int running = phase99 && cold_purger_running();
-    int r = arena_release(a, chunks, p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95, running);
-    if (r == ARENA_SWEEP_DUE)
+    for (unsigned k = 0; k < n; k++) {
+        int r = arena_release((uintptr_t)runs[k].iov_base, (unsigned)(runs[k].iov_len >> HAK_CHUNK_SHIFT),
+                              p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95, running);
+        purged |= r == ARENA_PURGED;
+        due |= r == ARENA_SWEEP_DUE;
+    }
+    if (due)
         pthread_cond_signal(&purge_cv);
     /* More free memory than `retain` is resident: purges will come, so start the purger
      * (at the next safe point) before a program frees its heap in one go (frag's end). */
     int want = phase99 && !running && arena_resident_free() > p->purge_cap;
     pthread_mutex_unlock(&pool_mutex);
-    if (r == ARENA_PURGED)
+    if (purged)
         cold_obs_region(1);
     if (want)
         cold_purger_want();
+}
+
+HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
+{
+    struct iovec run = { (void *)a, (size_t)chunks << HAK_CHUNK_SHIFT };
+    region_pool_runs_release(&run, 1);
 }
 
 HAK_COLD unsigned region_pool_purge_next(struct iovec *runs, unsigned max, int *batched)

@@ -2,6 +2,7 @@
  * fits, an emptied one back to the arenas, and every span at thread exit. */
 #include <string.h>
 #include "cold.h"
+#include "../region/map.h"
 
 static void span_list_add(struct heap *h, struct region *r)
 {
@@ -61,19 +62,96 @@ HAK_COLD int cold_span_refill(struct heap *h)
     return 1;
 }
 
-/* r's last block came back (its run [SPAN_FIRST, SPAN_NGRAN) marked, in no bin).  One empty
- * span stays, so a loop that allocates and frees one block does not take and release a
- * span each time; a second goes back to the arenas.  1: r stays (the caller bins its run). */
-HAK_COLD int cold_span_emptied(struct heap *h, struct region *r)
+/* A span's chunks back to the arenas, but those it lent already (its TAG_LENT pseudo-
+ * blocks), in as few runs as they allow, under one lock.  r is not read once they have gone. */
+static void span_release(struct region *r)
+{
+    const uint32_t cg = HAK_CHUNK_SIZE >> SPAN_GSHIFT;
+    uint32_t lent = 0;                      /* a bit per chunk */
+    uint16_t *len = span_len(r);
+    for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN && r->span_lent; g += len[g])
+        if (r->tags[g] == TAG_LENT)
+            lent |= ((1u << (len[g] / cg)) - 1) << (g / cg);
+    struct iovec runs[SPAN_CHUNKS / 2 + 1];
+    unsigned n = 0;
+    for (unsigned c = 0; c < SPAN_CHUNKS;) {
+        unsigned start = c;
+        while (c < SPAN_CHUNKS && !(lent >> c & 1))
+            c++;
+        if (c > start) {
+            runs[n].iov_base = (char *)r + ((size_t)start << HAK_CHUNK_SHIFT);
+            runs[n++].iov_len = (size_t)(c - start) << HAK_CHUNK_SHIFT;
+        }
+        while (c < SPAN_CHUNKS && (lent >> c & 1))
+            c++;
+    }
+    atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
+    for (unsigned k = 0; k < n; k++)
+        region_map_clear((uintptr_t)runs[k].iov_base, runs[k].iov_len);
+    region_pool_runs_release(runs, n);
+}
+
+/* r's last block came back.  One empty span stays, so a loop that allocates and frees one
+ * block does not take and release a span each time; a second goes back to the arenas, its
+ * runs out of the bins first. */
+HAK_COLD void cold_span_emptied(struct heap *h, struct region *r)
 {
     struct region *kept = h->span.empty;
-    if (kept != NULL && kept != r && kept->used == 0) {
-        span_list_remove(h, r);
-        region_pool_release(r);
-        return 0;
+    if (kept == NULL || kept == r || kept->used != 0) {
+        h->span.empty = r;
+        return;
     }
-    h->span.empty = r;
-    return 1;
+    uint16_t *len = span_len(r);
+    for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN; g += len[g])
+        if (r->tags[g] == TAG_FREE && !span_bin_unlink(h, r, g, len[g]))
+            return;                         /* reported: the span stays, leaked */
+    span_list_remove(h, r);
+    span_release(r);
+}
+
+/* r has just come down to SPAN_LEND_LIVE granules in live blocks (region/span.h): the whole
+ * chunks inside its free runs go back to the arenas, all under one lock; what is left of a
+ * run on either side is a run of its own, with links at its end. */
+HAK_COLD void cold_span_lend(struct heap *h, struct region *r)
+{
+    /* Within the arenas' own bound on what may wait, twice `retain`, the heap's spans keep
+     * their free runs (realloc's spans, coming down to little as its buffers outgrow them,
+     * faulted 6 % more pages when they lent). */
+    if ((uint64_t)h->span.n * SPAN_CHUNKS * HAK_CHUNK_SIZE <= 2 * policy_now()->purge_cap)
+        return;
+    const uint32_t cg = HAK_CHUNK_SIZE >> SPAN_GSHIFT;
+    uint16_t *len = span_len(r);
+    struct iovec runs[SPAN_CHUNKS / 2 + 1];
+    unsigned nruns = 0;
+    for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN;) {
+        uint32_t n = len[g], next = g + n;  /* the run is split up, but the block after stays */
+        uint32_t c0 = (g + cg - 1) / cg, c1 = (g + n) / cg;
+        if (r->tags[g] != TAG_FREE || c1 <= c0 || !span_bin_unlink(h, r, g, n)) {
+            g = next;
+            continue;
+        }
+        uint32_t lg = c0 * cg, ln = (c1 - c0) * cg, rg = lg + ln;
+        if (lg > g) {
+            span_run_mark(r, g, lg - g);
+            span_bin_push(h, r, g, lg - g);
+        }
+        if (next > rg) {
+            span_run_mark(r, rg, next - rg);
+            span_bin_push(h, r, rg, next - rg);
+        } else {
+            r->tags[next - 1] = 0;          /* the run's end tag, now inside the lent chunks */
+        }
+        r->tags[lg] = TAG_LENT;
+        len[lg] = (uint16_t)ln;
+        r->span_avail = (uint16_t)(r->span_avail - ln);
+        r->span_lent = (uint16_t)(r->span_lent + ln);
+        runs[nruns].iov_base = span_addr(r, lg);
+        runs[nruns++].iov_len = (size_t)ln << SPAN_GSHIFT;
+        region_map_clear((uintptr_t)span_addr(r, lg), (size_t)ln << SPAN_GSHIFT);
+        g = next;
+    }
+    if (nruns)
+        region_pool_runs_release(runs, nruns);
 }
 
 /* Thread exit: blocks other threads freed are merged (or cached), then the cache is, while
@@ -95,7 +173,7 @@ HAK_COLD void cold_span_release_all(struct heap *h)
     while ((r = h->span.list) != NULL) {
         span_list_remove(h, r);
         if (r->used == 0)
-            region_pool_release(r);
+            span_release(r);
         else
             region_abandon(r);
     }

@@ -42,9 +42,15 @@ struct region {
     struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
     void    *free;                   /* owner-only: the home list (mid; remote frees collected) */
     uint16_t nhome;                  /* owner-only: blocks home (a span: in the owner's quick cache) */
-    uint16_t home_pos;               /* tiny, owner-only: the tag index the next scan starts at */
+    union {
+        uint16_t home_pos;           /* tiny, owner-only: the tag index the next scan starts at */
+        uint16_t span_lent;          /* a span: granules of its chunks lent to the arenas */
+    };
     uint16_t used;                   /* blocks out of the region: live, cached or remote */
-    uint16_t carved;                 /* bump pointer: blocks carved so far (nblocks <= 7152) */
+    union {
+        uint16_t carved;             /* bump pointer: blocks carved so far (nblocks <= 7152) */
+        uint16_t span_avail;         /* a span: granules in its free runs and the quick cache */
+    };
     uint32_t nblocks;
     uint32_t blocks_off;
     _Atomic(void *) remote;          /* blocks freed by other threads (lock-free stack) */

@@ -166,6 +166,7 @@ void *span_malloc(struct heap *h, size_t size)
         h->span.quick_n[want]--;
         h->span.quick_bytes -= want << SPAN_GSHIFT;
         r->nhome--;
+        r->span_avail = (uint16_t)(r->span_avail - want);
         tag_set(r, span_gran(r, p), TAG_LIVE_SPAN);
         OBS_INC(h, allocs, route_class_of(size));
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
@@ -211,6 +212,7 @@ void *span_malloc(struct heap *h, size_t size)
         len[g] = (uint16_t)want;
         tag_set(r, g, TAG_LIVE_SPAN);
         r->used++;
+        r->span_avail = (uint16_t)(r->span_avail - want);
         OBS_INC(h, allocs, route_class_of(size));
         void *p = span_addr(r, g);
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
@@ -220,13 +222,15 @@ void *span_malloc(struct heap *h, size_t size)
 }
 
 /* Frees [g, g + n) of r (its tags inside are 0 or a stale start): merged with a free run
- * on either side, then binned; when r has nothing live left, cold_span_emptied may send r
- * back to the arenas instead (r alone: no other span leaves the heap here). */
+ * on either side, then binned.  When r has nothing left in it, cold_span_emptied may send
+ * r back to the arenas; when it has just come down to little, cold_span_lend its free
+ * runs' whole chunks (r alone: no other span changes here). */
 void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
     uint16_t *len = span_len(r);
     struct span_node *x = NULL;             /* the run after, whose links end the merged run */
-    uint32_t xn = 0;
+    uint32_t xn = 0, freed = n;
+    r->span_avail = (uint16_t)(r->span_avail + n);
     tag_set(r, g, 0);
     if (g > SPAN_FIRST) {
         unsigned t = tag_get(r, g - 1);
@@ -247,22 +251,36 @@ void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
         n += xn;
     }
     run_mark(r, g, n);
-    if (r->used == 0) {
-        if (x && !bin_unlink(h, x, xn))
-            return;                         /* reported; the span stays, leaked */
-        if (cold_span_emptied(h, r))
-            bin_push(h, run_node(r, g, n), n);
-        return;
-    }
     if (x == NULL)
         bin_push(h, run_node(r, g, n), n);
-    else
-        bin_move(h, x, xn, n);
+    else if (!bin_move(h, x, xn, n))
+        return;                             /* reported; the run leaks */
+    if (unlikely(r->used == 0))
+        cold_span_emptied(h, r);
+    else if (unlikely(span_live(r) <= SPAN_LEND_LIVE) && span_lend_crossed(span_live(r), freed))
+        cold_span_lend(h, r);
+}
+
+void span_run_mark(struct region *r, uint32_t g, uint32_t n)
+{
+    run_mark(r, g, n);
+}
+
+void span_bin_push(struct heap *h, struct region *r, uint32_t g, uint32_t n)
+{
+    bin_push(h, run_node(r, g, n), n);
+}
+
+int span_bin_unlink(struct heap *h, struct region *r, uint32_t g, uint32_t n)
+{
+    return bin_unlink(h, run_node(r, g, n), n);
 }
 
 /* A span just taken from the arenas: one free run. */
 void span_run_new(struct heap *h, struct region *r)
 {
+    r->span_avail = SPAN_RUN_MAX;
+    r->span_lent = 0;
     run_mark(r, SPAN_FIRST, SPAN_RUN_MAX);
     bin_push(h, run_node(r, SPAN_FIRST, SPAN_RUN_MAX), SPAN_RUN_MAX);
 }
@@ -295,9 +313,10 @@ static HAK_NOINLINE void span_quick_drop(struct heap *h, struct region *r)
     }
     r->nhome = 0;
     for (unsigned i = 0; i < k; i++) {      /* the last may send r back to the arenas */
-        uint32_t g = span_gran(r, mine[i]);
+        uint32_t g = span_gran(r, mine[i]), n = span_len(r)[g];
         r->used--;
-        span_run_put(h, r, g, span_len(r)[g]);
+        r->span_avail = (uint16_t)(r->span_avail - n);      /* span_run_put counts it again */
+        span_run_put(h, r, g, n);
     }
 }
 
@@ -313,6 +332,7 @@ static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
         h->span.quick[n] = p;
         h->span.quick_n[n]++;
         h->span.quick_bytes += n << SPAN_GSHIFT;
+        r->span_avail = (uint16_t)(r->span_avail + n);
         if (unlikely(++r->nhome == r->used))
             span_quick_drop(h, r);
         return;
@@ -343,6 +363,7 @@ void span_quick_flush(struct heap *h)
             h->span.quick[n] = region_link_load(r, p, 0);
             r->nhome--;
             r->used--;
+            r->span_avail = (uint16_t)(r->span_avail - n);  /* span_run_put counts it again */
             span_run_put(h, r, span_gran(r, p), n);
         }
         h->span.quick_n[n] = 0;
@@ -378,6 +399,7 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
     if (more <= room)
         want = more;
     struct span_node *x = run_node(r, e, nn);
+    r->span_avail = (uint16_t)(r->span_avail - (want - cur));
     if (want == room) {
         if (!bin_unlink(h, x, nn))
             return 0;
@@ -434,7 +456,7 @@ const char *span_check(struct heap *h)
     struct region *r = h->span.list;
     for (unsigned i = 0; i < h->span.n; i++, r = r->next) {
         uint16_t *len = span_len(r);
-        unsigned used = 0, cached = 0, prev_free = 0;
+        unsigned used = 0, cached = 0, prev_free = 0, nfree = 0, nlent = 0;
         if (atomic_load(&r->owner) != h)
             return snprintf(why, sizeof why, "span %p not owned", (void *)r), why;
         for (uint32_t g = SPAN_FIRST, n; g < SPAN_NGRAN; g += n) {
@@ -444,18 +466,31 @@ const char *span_check(struct heap *h)
                 return snprintf(why, sizeof why, "span %p: length %u at %u", (void *)r, n, g), why;
             if (free && prev_free)
                 return snprintf(why, sizeof why, "span %p: runs not merged at %u", (void *)r, g), why;
-            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE)
+            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE && t != TAG_LENT)
                 return snprintf(why, sizeof why, "span %p: tag %#x at %u", (void *)r, t, g), why;
             if (n > 1 && (free ? tag_get(r, g + n - 1) != TAG_FEND || len[g + n - 1] != n : tag_get(r, g + n - 1) != 0))
                 return snprintf(why, sizeof why, "span %p: bad last granule of %u", (void *)r, g), why;
             for (uint32_t k = g + 1; k + 1 < g + n; k++)
                 if (tag_get(r, k) != 0)
                     return snprintf(why, sizeof why, "span %p: tag inside %u at %u", (void *)r, g, k), why;
+            if (t == TAG_LENT) {
+                for (uint32_t c = g << SPAN_GSHIFT >> HAK_CHUNK_SHIFT; c < (g + n) << SPAN_GSHIFT >> HAK_CHUNK_SHIFT; c++)
+                    if (region_map_get((uintptr_t)r + ((uintptr_t)c << HAK_CHUNK_SHIFT)) == c + 1u)
+                        return snprintf(why, sizeof why, "span %p: lent chunk %u still mapped", (void *)r, c), why;
+                nlent += n;
+                prev_free = 0;
+                continue;
+            }
             nruns += free;
+            nfree += free ? n : 0;
             used += !free;
             cached += t == TAG_CACHED;
+            nfree += t == TAG_CACHED ? n : 0;
             prev_free = free;
         }
+        if (nfree != r->span_avail || nlent != r->span_lent)
+            return snprintf(why, sizeof why, "span %p: %u free, %u lent; counted %u, %u", (void *)r,
+                            nfree, nlent, r->span_avail, r->span_lent), why;
         if (used != r->used || cached != r->nhome)
             return snprintf(why, sizeof why, "span %p: used %u, %u blocks; %u of %u cached", (void *)r,
                             r->used, used, r->nhome, cached), why;
@@ -468,7 +503,7 @@ const char *span_check(struct heap *h)
             struct region *xr = region_of_block(x);
             uint32_t e = span_gran(xr, x), n = span_len(xr)[e];
             if (atomic_load(&xr->owner) != h || node_get(x, &next) != prev || span_bin(n) != b
-                || tag_get(xr, e + 1 - n) != TAG_FREE)
+                || n == 0 || n > e || x != run_node(xr, e + 1 - n, n) || tag_get(xr, e + 1 - n) != TAG_FREE)
                 return snprintf(why, sizeof why, "bin %u: bad link %p", b, (void *)x), why;
         }
     }

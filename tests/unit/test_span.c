@@ -137,11 +137,13 @@ START_TEST(test_free_merges_neighbours)
 }
 END_TEST
 
-/* What one size freed serves another: blocks of 2 KiB freed are where 100 KiB goes. */
+/* What one size freed serves another: blocks of 2 KiB freed are where 100 KiB goes.  (The
+ * span stays busy: one nearly empty would lend its free chunks instead.) */
 START_TEST(test_reuse_across_sizes)
 {
     enum { N = 200 };
     char *v[N], *guard;
+    char *busy = hak_malloc(100 << 10);
     for (int i = 0; i < N; i++)
         v[i] = hak_malloc(2048);
     guard = hak_malloc(2048);
@@ -155,6 +157,7 @@ START_TEST(test_reuse_across_sizes)
                   "100 KiB at %p, not inside the %d KiB freed at %p", (void *)big, N * 2, (void *)v[0]);
     hak_free(big);
     hak_free(guard);
+    hak_free(busy);
 }
 END_TEST
 
@@ -190,7 +193,7 @@ START_TEST(test_quick_cache)
     assert_consistent();
     ck_assert_uint_eq(r->used, 0);
     ck_assert_uint_eq(r->nhome, 0);
-    ck_assert_uint_eq(span_len(r)[SPAN_FIRST], SPAN_RUN_MAX);
+    ck_assert_uint_eq(r->span_avail + r->span_lent, SPAN_RUN_MAX);
 }
 END_TEST
 
@@ -349,6 +352,76 @@ START_TEST(test_empty_spans_released)
 }
 END_TEST
 
+/* A span left with a little in it lends its whole free chunks to the arenas (they are no
+ * longer its: a free there is a foreign pointer's, and another region may take them); when
+ * it empties, the rest of it goes back, the lent chunks not twice.  Only past the arenas'
+ * bound on waiting memory, twice [purge] retain: below it, here with the defaults, it
+ * keeps them; with retain 0, every heap is past it. */
+START_TEST(test_sparse_span_lends)
+{
+    enum { N = 60 };
+    char *v[N];
+    char *keep = hak_malloc(15000), *sparse = hak_malloc(15000);
+    for (int i = 0; i < N; i++)
+        v[i] = hak_malloc(15000);
+    for (int i = 0; i < N; i++)
+        hak_free(v[i]);
+    ck_assert_uint_eq(span_of(keep)->span_lent, 0);       /* a small heap: nothing lent */
+    hak_free(keep);
+    hak_free(sparse);
+    ck_assert_int_eq(policy_load_text("[purge]\nretain = 0\n"), 0);
+    size_t before = arena_in_use();
+    for (int i = 0; i < N; i++)
+        v[i] = hak_malloc(15000);                          /* 59 granules: cached or merged */
+    struct region *r = span_of(v[0]);
+    ck_assert_ptr_eq(span_of(v[N - 1]), r);
+    for (int i = 1; i < N; i++)
+        hak_free(v[i]);
+    assert_consistent();
+    ck_assert_uint_le(span_live(r), SPAN_LEND_LIVE);
+    ck_assert_uint_ge(r->span_lent, 10u * (HAK_CHUNK_SIZE >> SPAN_GSHIFT));
+    ck_assert_uint_le(arena_in_use(), before + 6 * HAK_CHUNK_SIZE);
+    char *lent = (char *)r + 8 * HAK_CHUNK_SIZE;
+    ck_assert_uint_ne(region_map_get((uintptr_t)lent), 9);
+    memset(v[0], 1, 15000);                                /* the survivor is intact */
+    /* blocks go on coming from the span's runs, and then from fresh spans */
+    char *w[N];
+    for (int i = 0; i < N; i++)
+        w[i] = hak_malloc(15000);
+    assert_consistent();
+    for (int i = 0; i < N; i++)
+        hak_free(w[i]);
+    hak_free(v[0]);
+    assert_consistent();
+    ck_assert_uint_le(heap_tls->span.n, 1);
+    ck_assert_uint_le(arena_in_use(), before + (size_t)SPAN_CHUNKS * HAK_CHUNK_SIZE);
+}
+END_TEST
+
+/* A run made while the span was busy lends too, once the span comes down to little: blocks
+ * 0-6 freed first (one run, 9 blocks live), then 8-15, leaving block 7 between the runs. */
+START_TEST(test_lend_when_sparse)
+{
+    enum { N = 16 };
+    char *v[N];
+    ck_assert_int_eq(policy_load_text("[purge]\nretain = 0\n"), 0);
+    for (int i = 0; i < N; i++)
+        v[i] = hak_malloc(60 << 10);
+    struct region *r = span_of(v[0]);
+    ck_assert_ptr_eq(span_of(v[N - 1]), r);
+    for (int i = 0; i < 7; i++)
+        hak_free(v[i]);
+    ck_assert_uint_eq(r->span_lent, 0);                   /* 540 KiB live: nothing lent */
+    for (int i = 8; i < N; i++)
+        hak_free(v[i]);
+    assert_consistent();
+    /* 60 KiB left: every whole chunk not holding it or the header is lent */
+    ck_assert_uint_ge(r->span_lent, (SPAN_CHUNKS - 3) * (HAK_CHUNK_SIZE >> SPAN_GSHIFT));
+    hak_free(v[7]);
+    assert_consistent();
+}
+END_TEST
+
 /* Past a granule, memalign's mid blocks come from the naturally aligned size classes. */
 START_TEST(test_memalign_mid)
 {
@@ -435,6 +508,8 @@ int main(void)
     tcase_add_test(tc, test_remote_free_merged);
     tcase_add_test(tc, test_thread_exit_adopt);
     tcase_add_test(tc, test_empty_spans_released);
+    tcase_add_test(tc, test_sparse_span_lends);
+    tcase_add_test(tc, test_lend_when_sparse);
     tcase_add_test(tc, test_memalign_mid);
     tcase_add_test(tc, test_phase_off_at_run_time);
     tcase_add_test(tc, test_churn);

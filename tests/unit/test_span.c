@@ -217,6 +217,33 @@ START_TEST(test_bad_frees_refused)
 }
 END_TEST
 
+/* A write past a block that reaches the free run after it (its links, the run's last 16
+ * bytes) is found when the run leaves its bin: the neighbour a link names must point
+ * back.  Reported, the bin cut (its runs leak), and neither the run nor the place the
+ * link names is handed out. */
+START_TEST(test_corrupt_run_links_caught)
+{
+    static struct span_node target[4];
+    char *a = hak_malloc(BIG), *b = hak_malloc(BIG), *guard = hak_malloc(BIG);
+    hak_free(b);                                           /* a run of its own: a and guard live */
+    struct span_node *links = (struct span_node *)(b + BIG) - 1;
+    HAK_UNPOISON(links, sizeof *links);                    /* this write is the point */
+    links->next = &target[1];
+    struct capture c;
+    stderr_capture_begin(&c);
+    char *x = hak_malloc(BIG);
+    stderr_capture_end(&c, report, sizeof report);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_ne(x, b);
+    ck_assert_ptr_ne((void *)x, (void *)&target[1]);
+    ck_assert_ptr_nonnull(strstr(report, "free-run links overwritten"));
+    memset(x, 1, BIG);
+    hak_free(x);
+    hak_free(a);
+    hak_free(guard);
+}
+END_TEST
+
 START_TEST(test_realloc_in_place)
 {
     char *p = hak_malloc(BIG);
@@ -504,6 +531,7 @@ int main(void)
     tcase_add_test(tc, test_reuse_across_sizes);
     tcase_add_test(tc, test_quick_cache);
     tcase_add_test(tc, test_bad_frees_refused);
+    tcase_add_test(tc, test_corrupt_run_links_caught);
     tcase_add_test(tc, test_realloc_in_place);
     tcase_add_test(tc, test_remote_free_merged);
     tcase_add_test(tc, test_thread_exit_adopt);

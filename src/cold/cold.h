@@ -70,6 +70,7 @@ void  region_pool_purge_done(const struct iovec *runs, unsigned n);
 int   cold_span_refill(struct heap *h);              /* 0: out of memory */
 int   cold_span_merge_pending(struct heap *h);       /* remote frees merged: 1 if any */
 void  cold_span_emptied(struct heap *h, struct region *r);  /* nothing left in r: it may go */
+int   cold_span_idle(struct heap *h, struct region *r);     /* nothing live in r: 1 if it stays */
 void  cold_span_lend(struct heap *h, struct region *r);    /* r has just come down to little */
 void  cold_span_release_all(struct heap *h);         /* thread exit */
 struct region *region_pool_take_span(struct heap *h);   /* region_pool.c */

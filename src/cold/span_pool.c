@@ -91,16 +91,25 @@ static void span_release(struct region *r)
     region_pool_runs_release(runs, n);
 }
 
-/* r's last block came back.  One empty span stays, so a loop that allocates and frees one
- * block does not take and release a span each time; a second goes back to the arenas, its
- * runs out of the bins first. */
-HAK_COLD void cold_span_emptied(struct heap *h, struct region *r)
+/* r has nothing live left (its blocks, if any, are in the quick cache).  One such span
+ * stays, so a loop that allocates and frees one block does not take and release a span
+ * each time, and a small heap keeps what it caches; 1 if r is that one now. */
+HAK_COLD int cold_span_idle(struct heap *h, struct region *r)
 {
     struct region *kept = h->span.empty;
-    if (kept == NULL || kept == r || kept->used != 0) {
+    if (kept == NULL || kept == r || kept->used != kept->nhome) {
         h->span.empty = r;
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* r's last block came back: the one idle span stays; a second goes back to the arenas,
+ * its runs out of the bins first. */
+HAK_COLD void cold_span_emptied(struct heap *h, struct region *r)
+{
+    if (cold_span_idle(h, r))
+        return;
     uint16_t *len = span_len(r);
     for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN; g += len[g])
         if (r->tags[g] == TAG_FREE && !span_bin_unlink(h, r, g, len[g]))

@@ -40,7 +40,10 @@ struct region {
     uint8_t  chunks;                 /* region size in 64 KiB chunks */
     uint32_t gmask;                  /* granule - 1: a block start has no bits of it */
     struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
-    void    *free;                   /* owner-only: the home list (mid; remote frees collected) */
+    union {
+        void    *free;               /* owner-only: the home list (mid; remote frees collected) */
+        uint64_t span_cached_lens;   /* a span: lengths (bits) it may have in the quick cache */
+    };
     uint16_t nhome;                  /* owner-only: blocks home (a span: in the owner's quick cache) */
     union {
         uint16_t home_pos;           /* tiny, owner-only: the tag index the next scan starts at */

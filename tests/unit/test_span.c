@@ -187,9 +187,20 @@ START_TEST(test_quick_cache)
     ck_assert_uint_le(heap_tls->span.quick_bytes, SPAN_QUICK_BYTES);
     assert_consistent();
     hak_free(p);
-    /* The guard's free leaves the span nothing but cached blocks: they merge, and the
-     * span is one run again. */
+    /* The guard's free leaves the span nothing but cached blocks: it is the heap's one
+     * idle span, and keeps them (a second would merge them and go: test_empty_spans_released). */
     hak_free(guard);
+    assert_consistent();
+    ck_assert_ptr_eq(heap_tls->span.empty, r);
+    ck_assert_uint_ge(r->nhome, 1);
+    ck_assert_uint_eq(r->used, r->nhome);
+    unsigned cached_then = r->nhome;
+    char *q = hak_malloc(3000);                            /* still served from the cache */
+    ck_assert_ptr_eq(span_of(q), r);
+    ck_assert_uint_eq(r->nhome, cached_then - 1);
+    hak_free(q);
+    /* Flushed, they merge, and the span is one run again. */
+    span_quick_flush(heap_tls);
     assert_consistent();
     ck_assert_uint_eq(r->used, 0);
     ck_assert_uint_eq(r->nhome, 0);

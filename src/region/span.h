@@ -48,9 +48,10 @@
 /* The quick cache: a freed block of under 64 granules (16 KiB) goes onto a LIFO of its
  * exact length, up to 8 deep and 256 KiB in all, and the next request of that length takes
  * it without a bin search, a split or a merge, as glibc's tcache does in front of its bins.
- * Its tag is TAG_CACHED, so no neighbour merges with it; it counts as used, but a span left with
- * nothing else has its cached blocks taken back and merged, so the cache pins no span; the
- * cache is merged back before a span is added, and at thread exit.  (larson,
+ * Its tag is TAG_CACHED, so no neighbour merges with it; it counts as used.  A span left with
+ * nothing else is the heap's idle span and keeps them, but any other has its cached blocks
+ * taken back and merged, so the cache pins one span at most; the cache is merged back
+ * before a span is added, and at thread exit.  (larson,
  * which churns blocks of a dozen mid lengths: the merging path alone ran 130 instructions
  * a pair more than the size classes' LIFO.) */
 /* Lending: in a heap whose spans could hold more than twice [purge] retain, a span left with

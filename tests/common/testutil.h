@@ -58,6 +58,16 @@ static inline int policy_load_text(const char *text)
     return r;
 }
 
+/* hak_free(p); returns what hakmem reported (in buf, "" if nothing). */
+static inline const char *hak_free_reported(void *p, char *buf, size_t cap)
+{
+    struct capture c;
+    stderr_capture_begin(&c);
+    hak_free(p);
+    stderr_capture_end(&c, buf, cap);
+    return buf;
+}
+
 /* hak_free(p) on a thread of its own, a remote free; returns what hakmem reported there
  * (in buf, "" if nothing). */
 struct free_elsewhere {
@@ -69,10 +79,7 @@ struct free_elsewhere {
 static void *free_elsewhere_main(void *arg)
 {
     struct free_elsewhere *f = arg;
-    struct capture c;
-    stderr_capture_begin(&c);
-    hak_free(f->p);
-    stderr_capture_end(&c, f->buf, f->cap);
+    hak_free_reported(f->p, f->buf, f->cap);
     return NULL;
 }
 

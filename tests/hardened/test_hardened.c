@@ -27,10 +27,7 @@ START_TEST(test_overflow_caught_on_free)
             ck_assert_uint_eq(hak_malloc_usable_size(p), sizes[i]);
             memset(p, 0x11, sizes[i]);
             p[sizes[i] + over - 1] ^= 0xFF;       /* one stray byte, `over` bytes past the end */
-            struct capture c;
-            stderr_capture_begin(&c);
-            hak_free(p);
-            stderr_capture_end(&c, report, sizeof report);
+            hak_free_reported(p, report, sizeof report);
             ck_assert_msg(strstr(report, "heap overflow") != NULL, "size %zu, %zu past: '%s'", sizes[i], over, report);
             ck_assert_ptr_nonnull(strstr(report, "hakmem: free(0x"));
         }
@@ -45,10 +42,7 @@ START_TEST(test_clean_blocks_pass)
         memset(p, 0xAB, n);
         p = hak_realloc(p, n + 1);
         memset(p, 0xCD, n + 1);
-        struct capture c;
-        stderr_capture_begin(&c);
-        hak_free(p);
-        stderr_capture_end(&c, report, sizeof report);
+        hak_free_reported(p, report, sizeof report);
         ck_assert_str_eq(report, "");
     }
 }

@@ -68,11 +68,7 @@ END_TEST
 /* Frees p with hak_free and returns what hakmem reported. */
 static const char *free_reported(void *p)
 {
-    struct capture c;
-    stderr_capture_begin(&c);
-    hak_free(p);
-    stderr_capture_end(&c, report, sizeof report);
-    return report;
+    return hak_free_reported(p, report, sizeof report);
 }
 
 START_TEST(test_foreign_pointers_refused)

@@ -27,11 +27,7 @@ static struct region *span_of(void *p)
 
 static const char *free_reported(void *p)
 {
-    struct capture c;
-    stderr_capture_begin(&c);
-    hak_free(p);
-    stderr_capture_end(&c, report, sizeof report);
-    return report;
+    return hak_free_reported(p, report, sizeof report);
 }
 
 static void assert_consistent(void)

@@ -4,8 +4,15 @@
 #include "cold.h"
 #include "os.h"
 
+/* A size the Phase 91 table takes here (malloc(0): table91_max is 0) must find a live tag,
+ * any one, since every top is the sentinel: the thread's first call then misses into the
+ * cold path.  (A zero entry indexed 128 words before the tops: malloc(0) as a thread's
+ * first call crashed.) */
 struct heap heap_empty = {
     .slot_top = { [0 ... SLOT_NINDEX - 1] = &heap_empty.slot_none },
+#if HAK_PHASE91
+    .snap.table91 = { [0 ... ROUTE91_ENTRIES - 1] = 0x80u },
+#endif
 #if HAK_PHASE93
     .rcache = { [0 ... RCACHE_SIZE - 1] = RCACHE_EMPTY },
 #endif

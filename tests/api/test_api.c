@@ -6,6 +6,7 @@
 #include "config.h"
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,31 @@ START_TEST(test_malloc_zero)
     ck_assert_ptr_ne(a, b);
     free(a);
     free(b);
+}
+END_TEST
+
+/* A thread's first call of each kind with size 0: a new thread starts on the static
+ * empty heap, whose size table once sent malloc(0) to a slot top outside the heap. */
+static void *first_call_zero(void *arg)
+{
+    int kind = (int)(intptr_t)arg;
+    void *p = kind == 0 ? malloc(0) : kind == 1 ? realloc(NULL, 0)
+            : kind == 2 ? calloc(0, 0) : reallocarray(NULL, 0, 0);
+    if (p != NULL)
+        memset(p, 0, malloc_usable_size(p));
+    free(p);
+    return p;
+}
+
+START_TEST(test_zero_as_first_call)
+{
+    for (int kind = 0; kind < 4; kind++) {
+        pthread_t t;
+        void *p = NULL;
+        ck_assert_int_eq(pthread_create(&t, NULL, first_call_zero, (void *)(intptr_t)kind), 0);
+        ck_assert_int_eq(pthread_join(t, &p), 0);
+        ck_assert_msg(p != NULL, "kind %d: a zero-size request returned NULL", kind);
+    }
 }
 END_TEST
 
@@ -261,6 +287,7 @@ int main(void)
     tcase_add_test(tc, test_is_hakmem);
     tcase_add_test(tc, test_alignment_16);
     tcase_add_test(tc, test_malloc_zero);
+    tcase_add_test(tc, test_zero_as_first_call);
     tcase_add_test(tc, test_enomem);
     tcase_add_test(tc, test_calloc_reallocarray_overflow);
     tcase_add_test(tc, test_posix_memalign_einval);

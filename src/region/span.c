@@ -163,20 +163,30 @@ HAK_INLINE struct span_node *bin_first(struct heap *h, unsigned b, unsigned *fou
 
 static HAK_NOINLINE void *span_carve(struct heap *h, size_t size, uint32_t want);
 
+/* The first block of the quick cache's list of length n (not empty), taken off it and off
+ * its span's counts (still counted in r->used); *rp is its span. */
+HAK_INLINE void *quick_pop(struct heap *h, uint32_t n, struct region **rp)
+{
+    void *p = h->span.quick[n];
+    struct region *r = region_of_block(p);
+    h->span.quick[n] = region_link_load(r, p, 0);
+    h->span.quick_n[n]--;
+    h->span.quick_bytes -= n << SPAN_GSHIFT;
+    if (--r->nhome == 0)
+        r->span_cached_lens = 0;
+    r->span_avail = (uint16_t)(r->span_avail - n);
+    *rp = r;
+    return p;
+}
+
 /* The quick cache's hit apart from the carve, so it saves no registers (larson: 16 of the
  * 65 instructions a span_malloc took were the carve's prologue and epilogue). */
 void *span_malloc(struct heap *h, size_t size)
 {
     uint32_t want = (uint32_t)((size + SPAN_GRANULE - 1) >> SPAN_GSHIFT);
     if (want < SPAN_QUICK_LEN && h->span.quick[want] != NULL) {
-        void *p = h->span.quick[want];
-        struct region *r = region_of_block(p);
-        h->span.quick[want] = region_link_load(r, p, 0);
-        h->span.quick_n[want]--;
-        h->span.quick_bytes -= want << SPAN_GSHIFT;
-        if (--r->nhome == 0)
-            r->span_cached_lens = 0;
-        r->span_avail = (uint16_t)(r->span_avail - want);
+        struct region *r;
+        void *p = quick_pop(h, want, &r);
         tag_set(r, span_gran(r, p), TAG_LIVE_SPAN);
         OBS_INC(h, allocs, route_class_of(size));
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
@@ -386,14 +396,10 @@ void span_free(struct heap *h, struct region *r, void *p)
 void span_quick_flush(struct heap *h)
 {
     for (uint32_t n = 1; n < SPAN_QUICK_LEN; n++) {
-        void *p;
-        while ((p = h->span.quick[n]) != NULL) {
-            struct region *r = region_of_block(p);
-            h->span.quick[n] = region_link_load(r, p, 0);
-            if (--r->nhome == 0)
-                r->span_cached_lens = 0;
+        while (h->span.quick[n] != NULL) {
+            struct region *r;
+            void *p = quick_pop(h, n, &r);  /* off span_avail: span_run_put counts it again */
             r->used--;
-            r->span_avail = (uint16_t)(r->span_avail - n);  /* span_run_put counts it again */
             span_run_put(h, r, span_gran(r, p), n);
         }
         h->span.quick_n[n] = 0;

@@ -136,13 +136,14 @@ HAK_INLINE void hot_free(void *ptr)
     unsigned i = heap_rcache_index(p);
     if (likely(h->rcache[i] == heap_rcache_key(p))) {
         const struct rcache_info *ri = &h->rinfo[i];
-        r = region_of_tiny(ptr);
         size_t t = ri->live_tag;
-        if (likely(region_tag_check_live_at(r, (uint16_t)p, (unsigned)t, (unsigned)t, &tag))) {
-            hot_free_owned(h, ptr, r, t, tag);
+        HAK_IN_SHIFT_REG(t);
+        if (likely((tag = region_tag_live_tiny(ptr, (unsigned)t, ri->amask)) != NULL)) {
+            hot_free_owned(h, ptr, region_of_tiny(ptr), t, tag);
             return;
         }
-        cold_free_region(ptr, h, r);           /* misuse: reported there */
+        cold_free_tiny(ptr, h);                /* misuse: reported there (it finds the
+                                                  region, so the hit finds it only if needed) */
         return;
     }
 #endif

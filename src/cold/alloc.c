@@ -63,7 +63,8 @@ static void rcache_note(struct heap *h, struct region *r)
     if (h->snap.phase93 && r->cls < HAK_NTINY) {
         unsigned i = heap_rcache_index((uintptr_t)r);
         h->rcache[i] = heap_rcache_key((uintptr_t)r);
-        h->rinfo[i] = (struct rcache_info){ .live_tag = r->live_tag };
+        h->rinfo[i] = (struct rcache_info){ .live_tag = r->live_tag,
+                                            .amask = (1u << r->gshift) - 1 };
     }
 #else
     (void)h, (void)r;
@@ -411,6 +412,12 @@ HAK_COLD void cold_free_region(void *p, struct heap *h, struct region *r)
         else
             atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
     }
+}
+
+/* Phase 93's cache knew p's tiny region, but p is not a live block's start there. */
+HAK_COLD void cold_free_tiny(void *p, struct heap *h)
+{
+    cold_free_region(p, h, region_of_tiny(p));
 }
 
 HAK_COLD void cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call)

@@ -22,6 +22,7 @@ void *cold_malloc_mid_class(struct heap *h, size_t n);   /* by size class, Phase
 void *cold_alloc_class(struct heap *h, unsigned cls);
 void  cold_free_nonregion(void *p, struct heap *h, unsigned mapbyte, const char *call);
 void  cold_free_region(void *p, struct heap *h, struct region *r);
+void  cold_free_tiny(void *p, struct heap *h);
 void  cold_report_block(const char *call, struct region *r, uintptr_t p, uint8_t tag);
 void  cold_free_spill(void *p, struct heap *h, struct region *r);
 void  cold_region_emptied(struct heap *h, struct region *r);

@@ -59,7 +59,8 @@ struct heap_obs {
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */
 struct rcache_info {
-    uint8_t live_tag, pad[7];        /* the class's live tag (its low bits: the shift) */
+    uint8_t live_tag, pad[3];        /* the class's live tag (its low bits: the shift) */
+    uint32_t amask;                  /* (1 << gshift) - 1: a pointer inside a granule has a bit of it */
 };
 
 struct heap {

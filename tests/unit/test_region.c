@@ -37,6 +37,11 @@ START_TEST(test_lookup_every_class)
         uint8_t *t;
         ck_assert(region_tag_check_live(r, (uintptr_t)p, &t));
         ck_assert_uint_eq(*t, TAG_LIVE(c));
+        if (c < HAK_NTINY) {
+            /* the hot paths' tag address, from the pointer and the live tag alone */
+            ck_assert_ptr_eq(region_tag_tiny(p, TAG_LIVE(c)), t);
+            ck_assert_ptr_eq(region_tag_live_tiny(p, TAG_LIVE(c), (1u << r->gshift) - 1), t);
+        }
         hak_free(p);
         ck_assert_uint_eq(*t, TAG_FREE);
         ck_assert(!region_tag_check_live(r, (uintptr_t)p, &t));
@@ -249,6 +254,12 @@ START_TEST(test_interior_granules_refused)
         for (size_t off = g; off < n && off <= 4 * g; off += g)
             ck_assert_msg(strstr(free_reported(p + off), "not the start") != NULL,
                           "class C%u: free of block + %zu not refused", c, off);
+        /* and inside a granule: the cache's alignment mask, or the map path's rotation */
+        size_t odd[] = { 1, g / 2, g - 1, g + 1, n - 1 };
+        for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+            if (odd[i] % g != 0)
+                ck_assert_msg(strstr(free_reported(p + odd[i]), "not the start") != NULL,
+                              "class C%u: free of block + %zu not refused", c, odd[i]);
         uint8_t *t;                      /* the block itself is still live */
         ck_assert(region_tag_check_live(region_of_block(p), (uintptr_t)p, &t));
         hak_free(p);
@@ -333,6 +344,8 @@ START_TEST(test_phase93_cache_coherent)
         ck_assert_uint_eq(region_map_get((uintptr_t)r), 1);
         ck_assert_ptr_eq(atomic_load(&r->owner), h);
         ck_assert_uint_eq(r->chunks, 1);
+        ck_assert_uint_eq(h->rinfo[i].live_tag, r->live_tag);
+        ck_assert_uint_eq(h->rinfo[i].amask, (1u << r->gshift) - 1);
     }
     /* switched off: the cache empties and frees still work */
     char path[] = "/tmp/hak-p93-XXXXXX";

@@ -67,15 +67,19 @@ HAK_INLINE void *hot_malloc(size_t n)
     if (likely(n <= h->snap.table91_max)) {
         size_t t = HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
         HAK_IN_SHIFT_REG(t);
-        if (likely((p = hot_slots_pop(h, t)) != NULL))
+        if (likely((p = hot_slots_pop(h, t)) != NULL)) {
+            HAK_IN_RET_REG(p);
             return hot_tag_live_tiny(h, p, t);
+        }
         return api_malloc_tiny_miss(n, h);
     }
 #endif
     if (likely(n <= HAK_TINY_MAX)) {
         size_t t = TAG_LIVE(route_class_of(n));
-        if (likely((p = hot_slots_pop(h, t)) != NULL))
+        if (likely((p = hot_slots_pop(h, t)) != NULL)) {
+            HAK_IN_RET_REG(p);
             return hot_tag_live_tiny(h, p, t);
+        }
         return api_malloc_tiny_miss(n, h);
     }
     if (n <= HAK_MID_MAX)

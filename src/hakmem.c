@@ -128,12 +128,12 @@ static void free_block(void *p)
 #define canary_arm(p, n) (p)
 #endif
 
-HAK_EXPORT void *hak_malloc(size_t size)
+HAK_EXPORT HAK_ENTRY void *hak_malloc(size_t size)
 {
     return alloc_bytes(size);
 }
 
-HAK_EXPORT void hak_free(void *ptr)
+HAK_EXPORT HAK_ENTRY void hak_free(void *ptr)
 {
     free_block(ptr);
 }

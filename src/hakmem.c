@@ -56,7 +56,7 @@ static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
 HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
 {
     if (HAK_PHASE100 && likely(HAK_LOAD_RELAXED(h->snap.phase100)))
-        return span_malloc(h, n);
+        return span_malloc(n, h);
     return api_malloc_mid_class(n, h, 0);
 }
 

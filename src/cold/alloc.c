@@ -283,7 +283,7 @@ HAK_COLD void *cold_malloc(struct heap *h, size_t n)
     if (n > HAK_MID_MAX)
         return large_alloc(n, 0, 0);
     if (n > HAK_TINY_MAX && HAK_PHASE100 && HAK_LOAD_RELAXED(h->snap.phase100))
-        return span_malloc(h, n);
+        return span_malloc(n, h);
     return cold_alloc_class(h, route_class_of(n));
 }
 

@@ -161,7 +161,7 @@ HAK_INLINE struct span_node *bin_first(struct heap *h, unsigned b, unsigned *fou
     return h->span.bin[*found];
 }
 
-static HAK_NOINLINE void *span_carve(struct heap *h, size_t size, uint32_t want);
+static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want);
 
 /* The first block of the quick cache's list of length n (not empty), taken off it and off
  * its span's counts (still counted in r->used); *rp is its span. */
@@ -180,8 +180,9 @@ HAK_INLINE void *quick_pop(struct heap *h, uint32_t n, struct region **rp)
 }
 
 /* The quick cache's hit apart from the carve, so it saves no registers (larson: 16 of the
- * 65 instructions a span_malloc took were the carve's prologue and epilogue). */
-void *span_malloc(struct heap *h, size_t size)
+ * 65 instructions a span_malloc took were the carve's prologue and epilogue).  The size
+ * comes first, as in malloc and api_malloc_mid, so their tail calls move no registers. */
+void *span_malloc(size_t size, struct heap *h)
 {
     uint32_t want = (uint32_t)((size + SPAN_GRANULE - 1) >> SPAN_GSHIFT);
     if (want < SPAN_QUICK_LEN && h->span.quick[want] != NULL) {
@@ -193,11 +194,11 @@ void *span_malloc(struct heap *h, size_t size)
         SPAN_CHECK(h);
         return p;
     }
-    return span_carve(h, size, want);
+    return span_carve(size, h, want);
 }
 
 /* From the best-fitting free run: its front. */
-static HAK_NOINLINE void *span_carve(struct heap *h, size_t size, uint32_t want)
+static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
 {
     (void)size;                             /* for OBS_INC, in builds that observe */
     unsigned b = span_bin_up(want), fb;

@@ -138,7 +138,7 @@ HAK_INLINE size_t region_block_size(struct region *r, const void *p)
 }
 
 /* src/region/span.c: the owner's side (h owns every span passed in) */
-void *span_malloc(struct heap *h, size_t n);                 /* HAK_TINY_MAX < n <= HAK_MID_MAX */
+void *span_malloc(size_t n, struct heap *h);                 /* HAK_TINY_MAX < n <= HAK_MID_MAX */
 void  span_free(struct heap *h, struct region *r, void *p);  /* a live block, its tag now TAG_FREE */
 int   span_resize(struct heap *h, struct region *r, void *p, size_t n);   /* 1: p now holds n */
 void  span_merge_remote(struct heap *h, struct region *r);   /* blocks other threads freed */

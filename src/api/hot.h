@@ -55,33 +55,33 @@ HAK_INLINE void *hot_slots_pop(struct heap *h, size_t t)
     return p;
 }
 
+/* A tiny request of the class with live tag t: a slot hit, or a miss (the TLIST route
+ * included) out of line, so the hit keeps no state for it. */
+HAK_INLINE void *hot_malloc_tiny(struct heap *h, size_t n, size_t t)
+{
+    void *p = hot_slots_pop(h, t);
+    if (likely(p != NULL)) {
+        HAK_IN_RET_REG(p);
+        return hot_tag_live_tiny(h, p, t);
+    }
+    return api_malloc_tiny_miss(n, h);
+}
+
 /* Tiny blocks: with Phase 91 the table entry gives the class; without it the class is
  * computed.  The snapshot's table91_max is HAK_TINY_MAX with the phase on and 0 with it
- * off, so one compare checks both the size and the phase.  A slots miss (the TLIST route
- * included) goes out of line, so the hit keeps no state for it. */
+ * off, so one compare checks both the size and the phase. */
 HAK_INLINE void *hot_malloc(size_t n)
 {
     struct heap *h = heap_tls;
-    void *p;
 #if HAK_PHASE91
     if (likely(n <= h->snap.table91_max)) {
         size_t t = HAK_LOAD_RELAXED(h->snap.table91[ROUTE91_INDEX(n)]);
         HAK_IN_SHIFT_REG(t);
-        if (likely((p = hot_slots_pop(h, t)) != NULL)) {
-            HAK_IN_RET_REG(p);
-            return hot_tag_live_tiny(h, p, t);
-        }
-        return api_malloc_tiny_miss(n, h);
+        return hot_malloc_tiny(h, n, t);
     }
 #endif
-    if (likely(n <= HAK_TINY_MAX)) {
-        size_t t = TAG_LIVE(route_class_of(n));
-        if (likely((p = hot_slots_pop(h, t)) != NULL)) {
-            HAK_IN_RET_REG(p);
-            return hot_tag_live_tiny(h, p, t);
-        }
-        return api_malloc_tiny_miss(n, h);
-    }
+    if (likely(n <= HAK_TINY_MAX))
+        return hot_malloc_tiny(h, n, TAG_LIVE(route_class_of(n)));
     if (n <= HAK_MID_MAX)
         return api_malloc_mid(n, h);
     return cold_malloc(h, n);

@@ -345,6 +345,16 @@ void  *memalign(size_t, size_t) HAK_ALIAS(hak_memalign);
 void  *valloc(size_t) HAK_ALIAS(hak_valloc);
 void  *pvalloc(size_t) HAK_ALIAS(hak_pvalloc);
 size_t malloc_usable_size(void *) HAK_ALIAS(hak_malloc_usable_size);
-/* glibc-internal names some programs and libraries call directly */
+/* glibc's other names for the same functions, which some programs and libraries call
+ * directly (as mimalloc and tcmalloc do, hakmem answers them): left to glibc, a block would
+ * cross allocators, and glibc aborts on a pointer it did not allocate. */
 void   cfree(void *) HAK_ALIAS(hak_free);
+void  *__libc_malloc(size_t) HAK_ALIAS(hak_malloc);
+void   __libc_free(void *) HAK_ALIAS(hak_free);
+void   __libc_cfree(void *) HAK_ALIAS(hak_free);
+void  *__libc_calloc(size_t, size_t) HAK_ALIAS(hak_calloc);
+void  *__libc_realloc(void *, size_t) HAK_ALIAS(hak_realloc);
+void  *__libc_memalign(size_t, size_t) HAK_ALIAS(hak_memalign);
+void  *__libc_valloc(size_t) HAK_ALIAS(hak_valloc);
+void  *__libc_pvalloc(size_t) HAK_ALIAS(hak_pvalloc);
 #endif

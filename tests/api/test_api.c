@@ -4,6 +4,7 @@
 #include <check.h>
 #include "check_run.h"
 #include "config.h"
+#include "hakmem.h"
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -279,6 +280,59 @@ START_TEST(test_errno_untouched_on_success)
 }
 END_TEST
 
+/* glibc's __libc_* names are hakmem's too: a block crosses between them and the standard
+ * names (glibc would abort on a pointer it did not allocate). hak_malloc_usable_size()
+ * reports a pointer that is not hakmem's and returns 0. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void __libc_cfree(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+START_TEST(test_libc_names)
+{
+    char *a = __libc_malloc(100);
+    ck_assert_uint_ge(hak_malloc_usable_size(a), 100);
+    memset(a, 'a', 100);
+    a = realloc(a, 5000);
+    ck_assert_uint_ge(hak_malloc_usable_size(a), 5000);
+    ck_assert_int_eq(a[99], 'a');
+    free(a);
+
+    char *b = malloc(100);
+    memset(b, 'b', 100);
+    b = __libc_realloc(b, 300);
+    ck_assert_uint_ge(hak_malloc_usable_size(b), 300);
+    ck_assert_int_eq(b[99], 'b');
+    __libc_free(b);
+
+    unsigned char *c = __libc_calloc(64, 64);
+    ck_assert_uint_ge(hak_malloc_usable_size(c), 64 * 64);
+    for (size_t i = 0; i < 64 * 64; i++)
+        ck_assert_uint_eq(c[i], 0);
+    __libc_cfree(c);
+    errno = 0;
+    ck_assert_ptr_null(__libc_calloc(SIZE_MAX / 2, 3));
+    ck_assert_int_eq(errno, ENOMEM);
+
+    void *m = __libc_memalign(4096, 100);
+    ck_assert_uint_eq((uintptr_t)m % 4096, 0);
+    ck_assert_uint_ge(hak_malloc_usable_size(m), 100);
+    free(m);
+    void *v = __libc_valloc(10);
+    void *pv = __libc_pvalloc(5000);
+    ck_assert_uint_eq((uintptr_t)v % 4096, 0);
+    ck_assert_uint_eq((uintptr_t)pv % 4096, 0);
+    ck_assert_uint_ge(hak_malloc_usable_size(pv), 8192);
+    __libc_free(v);
+    __libc_free(pv);
+    __libc_free(NULL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("api");
@@ -296,6 +350,7 @@ int main(void)
     tcase_add_test(tc, test_realloc_every_boundary);
     tcase_add_test(tc, test_calloc_zeroes_dirty_blocks);
     tcase_add_test(tc, test_errno_untouched_on_success);
+    tcase_add_test(tc, test_libc_names);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

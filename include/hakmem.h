@@ -21,6 +21,8 @@ void  *hak_memalign(size_t alignment, size_t size);
 void  *hak_valloc(size_t size);
 void  *hak_pvalloc(size_t size);
 size_t hak_malloc_usable_size(void *ptr);
+void   hak_free_sized(void *ptr, size_t size);                           /* C23 */
+void   hak_free_aligned_sized(void *ptr, size_t alignment, size_t size);
 
 /* Policy: compiled defaults <- INI file (HAKMEM_CONFIG) <- HAKMEM_* variables.
  * hak_policy_load() replaces the INI layer at run time and starts a new epoch; each

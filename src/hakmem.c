@@ -326,6 +326,21 @@ HAK_EXPORT void *hak_pvalloc(size_t size)
     return aligned_impl(4096, n ? n : 4096);
 }
 
+/* C23's sized frees: the size is the caller's promise, and the block's tag already
+ * knows its class, so it is not read. */
+HAK_EXPORT void hak_free_sized(void *ptr, size_t size)
+{
+    (void)size;
+    free_block(ptr);
+}
+
+HAK_EXPORT void hak_free_aligned_sized(void *ptr, size_t alignment, size_t size)
+{
+    (void)alignment;
+    (void)size;
+    free_block(ptr);
+}
+
 HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
 {
     size_t room, n = ptr ? block_usable(ptr, "malloc_usable_size", &room) : 0;
@@ -345,6 +360,8 @@ void  *memalign(size_t, size_t) HAK_ALIAS(hak_memalign);
 void  *valloc(size_t) HAK_ALIAS(hak_valloc);
 void  *pvalloc(size_t) HAK_ALIAS(hak_pvalloc);
 size_t malloc_usable_size(void *) HAK_ALIAS(hak_malloc_usable_size);
+void   free_sized(void *, size_t) HAK_ALIAS(hak_free_sized);
+void   free_aligned_sized(void *, size_t, size_t) HAK_ALIAS(hak_free_aligned_sized);
 /* glibc's other names for the same functions, which some programs and libraries call
  * directly (as mimalloc and tcmalloc do, hakmem answers them): left to glibc, a block would
  * cross allocators, and glibc aborts on a pointer it did not allocate. */

@@ -334,6 +334,34 @@ START_TEST(test_libc_names)
 }
 END_TEST
 
+/* C23's free_sized and free_aligned_sized free the block (glibc 2.36 has neither, so
+ * without hakmem's they would not link). */
+extern void free_sized(void *, size_t);
+extern void free_aligned_sized(void *, size_t, size_t);
+
+START_TEST(test_free_sized)
+{
+    static const size_t sizes[] = { 1, 16, 100, 1000, 5000, 70000, (size_t)1 << 20 };
+    for (int round = 0; round < 2; round++) {
+        void *p[7], *q[7];
+        for (int i = 0; i < 7; i++) {
+            p[i] = malloc(sizes[i]);
+            ck_assert_int_eq(posix_memalign(&q[i], 256, sizes[i]), 0);
+            memset(p[i], 1, sizes[i]);
+            memset(q[i], 2, sizes[i]);
+        }
+        for (int i = 0; i < 7; i++) {
+            free_sized(p[i], sizes[i]);
+            free_aligned_sized(q[i], 256, sizes[i]);
+            /* freed: hakmem reports the pointer and gives 0 */
+            ck_assert_uint_eq(hak_malloc_usable_size(p[i]), 0);
+        }
+    }
+    free_sized(NULL, 0);
+    free_aligned_sized(NULL, 64, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("api");
@@ -352,6 +380,7 @@ int main(void)
     tcase_add_test(tc, test_calloc_zeroes_dirty_blocks);
     tcase_add_test(tc, test_errno_untouched_on_success);
     tcase_add_test(tc, test_libc_names);
+    tcase_add_test(tc, test_free_sized);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

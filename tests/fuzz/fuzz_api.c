@@ -2,7 +2,7 @@
  *
  * The input is a sequence of operations on a table of 64 slots.  Each op is one opcode byte
  * and its argument bytes (a missing byte reads as 0; the input ends the sequence):
- *   malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign,
+ *   malloc, calloc, realloc, free (or free_sized), posix_memalign, aligned_alloc, memalign,
  *   malloc_usable_size (then the slack up to the usable size is written and kept),
  *   valloc/pvalloc, reallocarray, an impossible request (must fail with ENOMEM/EINVAL
  *   and leave any block it was given intact), and a full check of every live block.
@@ -204,7 +204,10 @@ static void release(unsigned i)
     if (!slots[i].p)
         return;
     check_before_free(i);
-    hak_free(slots[i].p);
+    if (op_index & 1)                   /* C23's sized free must do what free does */
+        hak_free_sized(slots[i].p, slots[i].size);
+    else
+        hak_free(slots[i].p);
     drop(i);
 }
 

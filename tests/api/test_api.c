@@ -354,8 +354,10 @@ START_TEST(test_free_sized)
             free_sized(p[i], sizes[i]);
             free_aligned_sized(q[i], 256, sizes[i]);
             /* freed: hakmem reports the pointer and gives 0 (hardened aborts instead) */
-            if (!HAK_HARDENED)
+            if (!HAK_HARDENED) {
                 ck_assert_uint_eq(hak_malloc_usable_size(p[i]), 0);
+                ck_assert_uint_eq(hak_malloc_usable_size(q[i]), 0);
+            }
         }
     }
     free_sized(NULL, 0);

@@ -63,8 +63,7 @@ static void rcache_note(struct heap *h, struct region *r)
     if (h->snap.phase93 && r->cls < HAK_NTINY) {
         unsigned i = heap_rcache_index((uintptr_t)r);
         h->rcache[i] = heap_rcache_key((uintptr_t)r);
-        h->rinfo[i] = (struct rcache_info){ .live_tag = r->live_tag,
-                                            .amask = (1u << r->gshift) - 1 };
+        h->rinfo[i] = (struct rcache_info){ .live_tag = r->live_tag, .amask = r->gmask };
     }
 #else
     (void)h, (void)r;

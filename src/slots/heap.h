@@ -60,7 +60,7 @@ struct heap_obs {
  * Indexed like the keys (one index register, scale 8). */
 struct rcache_info {
     uint8_t live_tag, pad[3];        /* the class's live tag (its low bits: the shift) */
-    uint32_t amask;                  /* (1 << gshift) - 1: a pointer inside a granule has a bit of it */
+    uint32_t amask;                  /* the region's gmask: a pointer inside a granule has a bit of it */
 };
 
 struct heap {

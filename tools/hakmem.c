@@ -83,7 +83,7 @@ static int config_check(const char *path)
 {
     struct counts c = { 0, 0 };
     struct policy p;
-    cold_init_core();
+    init_core();
     policy_defaults(&p);
     int errors = policy_apply_ini(&p, path, report, &c);     /* counts what was not shown too */
     if (p.file[0] == 0) {
@@ -104,7 +104,7 @@ static int config_show(void)
         return config_check(path);
     struct counts c = { 0, 0 };
     struct policy p;
-    cold_init_core();
+    init_core();
     policy_defaults(&p);
     policy_apply_env(&p, report, &c);
     policy_describe(&p, print_setting, NULL);

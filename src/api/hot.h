@@ -4,7 +4,6 @@
 #define HAK_API_HOT_H
 
 #include "../cold/cold.h"
-#include "../region/map.h"
 #include "../route/route.h"
 
 void *api_malloc_mid(size_t n, struct heap *h);
@@ -22,7 +21,7 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, size_t t)
     (void)h;
 #endif
     *region_tag_tiny(p, (unsigned)t) = (uint8_t)t;
-    HAK_UNPOISON(p, route_classes[TAG_CLASS(t)].size);
+    HAK_UNPOISON(p, class_table[TAG_CLASS(t)].size);
     return p;
 }
 
@@ -81,10 +80,10 @@ HAK_INLINE void *hot_malloc(size_t n)
     }
 #endif
     if (likely(n <= HAK_TINY_MAX))
-        return hot_malloc_tiny(h, n, TAG_LIVE(route_class_of(n)));
+        return hot_malloc_tiny(h, n, TAG_LIVE(class_of_size(n)));
     if (n <= HAK_MID_MAX)
         return api_malloc_mid(n, h);
-    return cold_malloc(h, n);
+    return heap_malloc_slow(h, n);
 }
 
 /* A live block of h's own region r, of the class with live tag t, whose tag is *tag:
@@ -109,14 +108,13 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
     /* Full slots (a NULL limit is no slots route, or a policy change to pick up), or a mid
      * class, which keeps no cache: the block goes back to its region now, while its line is
      * hot from the caller's last use.  Caching it and spilling older blocks instead wrote
-     * links into lines long gone from the cache (frag: 8 % fewer L1 misses, a fifth less
-     * allocator time).  The limit is reloaded, so the hit's compare keeps its memory
-     * operand. */
+     * links into lines long gone from the cache.  The limit is reloaded, so the hit's
+     * compare keeps its memory operand. */
     int full = __atomic_load_n(&HEAP_LIM(h, t), __ATOMIC_RELAXED) != NULL;
     if (full || route == ROUTE_MID) {
         if (full)
             OBS_INC(h, overflows, cls);     /* a mid free is no overflow */
-        region_put_home(h, r, ptr);
+        heap_put_home(h, r, ptr);
         return;
     }
     struct list_bin *l = &h->lists[cls];
@@ -126,7 +124,7 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
         l->count++;
         return;
     }
-    cold_free_spill(ptr, h, r);
+    heap_free_spill_slow(ptr, h, r);
 }
 
 HAK_INLINE void hot_free(void *ptr)
@@ -146,20 +144,20 @@ HAK_INLINE void hot_free(void *ptr)
             hot_free_owned(h, ptr, region_of_tiny(ptr), t, tag);
             return;
         }
-        cold_free_tiny(ptr, h);                /* misuse: reported there (it finds the
+        heap_free_tiny_slow(ptr, h);                /* misuse: reported there (it finds the
                                                   region, so the hit finds it only if needed) */
         return;
     }
 #endif
     unsigned b = region_map_get(p);
-    if (unlikely(b - 1u >= 0xFEu)) {          /* not a region: NULL, large or foreign */
-        cold_free_nonregion(ptr, h, b, "free");
+    if (unlikely(!region_map_is_region(b))) {          /* not a region: NULL, large or foreign */
+        heap_free_nonregion_slow(ptr, h, b, "free");
         return;
     }
     r = region_from_map(p, b);
     if (unlikely(!region_tag_check_live(r, p, &tag)
                  || atomic_load_explicit(&r->owner, memory_order_relaxed) != h)) {
-        cold_free_region(ptr, h, r);           /* misuse, or a block of another thread */
+        heap_free_slow(ptr, h, r);           /* misuse, or a block of another thread */
         return;
     }
     hot_free_owned(h, ptr, r, r->live_tag, tag);

@@ -2,7 +2,6 @@
  * exit (regions to the pool or abandoned for adoption), reused by later threads. */
 #include <string.h>
 #include "cold.h"
-#include "os.h"
 
 /* A size the Phase 91 table takes here (malloc(0): table91_max is 0) must find a live tag,
  * any one, since every top is the sentinel: the thread's first call then misses into the
@@ -24,8 +23,8 @@ static struct heap *heaps_all;        /* every heap ever made, linked by next_he
 static struct heap *heaps_free[1024]; /* released heaps waiting for a new thread */
 static unsigned heaps_free_n;
 
-void cold_heap_lock(void)   { pthread_mutex_lock(&heaps_mutex); }
-void cold_heap_unlock(void) { pthread_mutex_unlock(&heaps_mutex); }
+void heap_lock(void)   { pthread_mutex_lock(&heaps_mutex); }
+void heap_unlock(void) { pthread_mutex_unlock(&heaps_mutex); }
 
 static size_t heap_bytes(void)
 {
@@ -51,13 +50,13 @@ static void heap_setup(struct heap *h)
     h->live = 1;                     /* before the snapshot: publishers now see this heap */
     heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
-    cold_heap_rcache_rebuild(h);
+    heap_rcache_rebuild(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        h->lists[c].max = route_classes[c].cache_max;
+        h->lists[c].max = class_table[c].cache_max;
 }
 
 /* Every live heap misses on its next malloc or free and rebuilds its snapshot. */
-HAK_COLD void cold_heap_invalidate_all(void)
+HAK_COLD void heap_invalidate_all(void)
 {
     for (struct heap *h = heaps_all; h; h = h->next_heap) {
         if (!h->live)
@@ -76,16 +75,16 @@ HAK_COLD void cold_heap_invalidate_all(void)
 
 /* Rebuilding under the heap lock means a publisher's invalidation is either
  * before (and we read its policy) or after (and we miss again). */
-HAK_COLD void cold_heap_snapshot(struct heap *h)
+HAK_COLD void heap_snapshot(struct heap *h)
 {
     pthread_mutex_lock(&heaps_mutex);
     heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
 }
 
-HAK_COLD struct heap *cold_heap_acquire(void)
+HAK_COLD struct heap *heap_acquire(void)
 {
-    cold_init_core();
+    init_core();
     struct heap *h = NULL;
     pthread_mutex_lock(&heaps_mutex);
     if (heaps_free_n)
@@ -103,13 +102,13 @@ HAK_COLD struct heap *cold_heap_acquire(void)
     heap_setup(h);
     heap_tls = h;
     /* Only now, with a heap in place, may we call what can allocate. */
-    cold_init_late();
-    if (atomic_load(&cold_key_ready))
-        pthread_setspecific(cold_thread_key, h);
+    init_late();
+    if (atomic_load(&init_key_ready))
+        pthread_setspecific(init_thread_key, h);
     return h;
 }
 
-void cold_heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx)
+void heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx)
 {
     pthread_mutex_lock(&heaps_mutex);
     for (struct heap *h = heaps_all; h; h = h->next_heap)
@@ -119,9 +118,10 @@ void cold_heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx)
 
 static void heap_retire(struct heap *h, int reusable)
 {
-    cold_heap_flush(h);
-    cold_heap_release_regions(h);
-    cold_obs_retire(h);
+    heap_flush(h);
+    heap_regions_release(h);
+    span_release_all(h);
+    heap_obs_retire(h);
     h->live = 0;
     if (!reusable)
         return;
@@ -133,7 +133,7 @@ static void heap_retire(struct heap *h, int reusable)
 
 /* pthread key destructor.  Later destructors that allocate get a fresh heap and
  * re-arm the key, so glibc calls us again for it. */
-HAK_COLD void cold_heap_thread_exit(void *arg)
+HAK_COLD void heap_thread_exit(void *arg)
 {
     struct heap *h = arg;
     if (heap_tls == h)
@@ -145,7 +145,7 @@ HAK_COLD void cold_heap_thread_exit(void *arg)
  * been caught mid-operation, so their caches are not trusted: they are retired
  * without reuse and their regions stay with them (a bounded leak in the child,
  * never a corruption); frees of their blocks go the remote way. */
-HAK_COLD void cold_heap_after_fork_child(void)
+HAK_COLD void heap_after_fork_child(void)
 {
     pthread_mutex_init(&heaps_mutex, NULL);
     for (struct heap *h = heaps_all; h; h = h->next_heap) {

@@ -15,10 +15,8 @@
 #define HAK_EXPORT   __attribute__((visibility("default")))
 #define HAK_TLS      __thread __attribute__((tls_model("initial-exec")))
 #define HAK_ALIGNED(n) __attribute__((aligned(n)))
-/* malloc and free start on a cache line, so each fast path (16 and 23 instructions, 64
- * and 100 bytes) spans as few fetch blocks as it can wherever the linker puts it: FAST
- * PGO's layout had put them 32 and 48 bytes into a line (ssot −1.3 % against Standard,
- * −0.6 % aligned; both within the A/B tool's noise). */
+/* malloc and free start on a cache line, so each fast path spans as few fetch blocks as it
+ * can wherever the linker puts it (FAST PGO's layout had put them in mid-line). */
 #define HAK_ENTRY    __attribute__((aligned(64)))
 
 /* Phase 90: the region-id tag write/check is forced inline on the hot paths;

@@ -26,11 +26,13 @@ void policy_install_initial(const struct policy *p)
 {
     policy_initial = *p;
     atomic_store(&policy_current, &policy_initial);
+    report_set_abort(p->on_misuse_abort);
 }
 
 void policy_swap(const struct policy *p)
 {
     atomic_store(&policy_current, p);
+    report_set_abort(p->on_misuse_abort);
 }
 
 void policy_defaults(struct policy *p)
@@ -273,7 +275,7 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_LARGE_ARENA_MAX: snprintf(buf, len, "%s", size_text(p->large_arena_max, tmp, sizeof tmp)); break;
     case PK_OBSERVE_OUTPUT: snprintf(buf, len, "%s", p->observe_output); break;
     case PK_ON_MISUSE:      snprintf(buf, len, "%s", p->on_misuse_abort ? "abort" : "report"); break;
-    case PK_ROUTE:          snprintf(buf, len, "%s", route_name(p->route[cls])); break;
+    case PK_ROUTE:          snprintf(buf, len, "%s", class_route_name(p->route[cls])); break;
     case PK_SLOTS_CLASSES: {
         /* runs of two or more as ranges, the form parse_classes reads back */
         size_t n = 0;
@@ -409,7 +411,7 @@ void policy_snapshot_build(struct policy_snapshot *s)
     s->observe = (uint8_t)(HAK_OBSERVE && g->observe);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
-        unsigned cls = route_class_of(i);
+        unsigned cls = class_of_size(i);
         __atomic_store_n(&s->table91[i], (uint8_t)TAG_LIVE(cls), __ATOMIC_RELAXED);
     }
 #endif

@@ -6,8 +6,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../common/attrs.h"
-#include "../route/classes.h"
+#include "../common/common.h"
+#include "../class/class.h"
 
 #define HAK_SLOTS_CAP_MAX 128
 
@@ -64,7 +64,7 @@ struct policy {
 };
 
 /* Phase 91 entry: the class's live tag (TAG_LIVE(cls)), which the hit path uses as slot
- * index and tag shift (route/classes.h); the route follows from the class.  One byte per
+ * index and tag shift (class/class.h); the route follows from the class.  One byte per
  * size (1 KiB per heap): indexing by the size itself spares the hit path a round-up and
  * a shift, and a program's few hot sizes touch few of its cache lines. */
 #define ROUTE91_INDEX(n) (n)
@@ -72,7 +72,7 @@ struct policy {
 
 /* The route bytes and table are read by the owner's hot path with relaxed atomic
  * loads and overwritten with ROUTE_NONE by a publisher: that is how a new policy
- * reaches a thread that never misses (src/cold/publish.c). */
+ * reaches a thread that never misses (cold/publish.c). */
 struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES + 1];    /* and SLOT_CLASS_NONE's: always ROUTE_NONE */
     uint8_t  phase90, phase91, phase93, observe;

@@ -23,7 +23,7 @@ static inline uint64_t home_bytes(const uint8_t *tags, uint32_t i)
 }
 
 /* Whole words of tags are read: a class's ntags is a whole number of words, all cleared
- * when a region takes the class (route_classes_init, region_pool_take).  Tags of blocks not
+ * when a region takes the class (class_table_init, arena_region_take).  Tags of blocks not
  * yet carved, and of granules no block starts at, are 0. */
 unsigned region_home_take(struct region *r, void **out, unsigned want)
 {
@@ -37,7 +37,7 @@ unsigned region_home_take(struct region *r, void **out, unsigned want)
         return n;
     /* From where the last scan stopped, wrapping once round: a block going home costs its
      * free one tag store and a count, no lowest-bit bookkeeping. */
-    uint32_t ntags = route_classes[r->cls].ntags;
+    uint32_t ntags = class_table[r->cls].ntags;
     uint32_t i = r->home_pos & ~7u;
     uint64_t m = home_bytes(r->tags, i) & (~(uint64_t)0 << 8 * (r->home_pos & 7));
     for (uint32_t words = ntags / 8 + 1;;) {
@@ -63,5 +63,51 @@ unsigned region_home_take(struct region *r, void **out, unsigned want)
         m = home_bytes(r->tags, i);
     }
     r->nhome = 0;                       /* nhome was wrong: what was found is all there is */
+    return n;
+}
+
+/* Counts the tiny blocks other threads tagged TAG_HOME (Phase 97) as home, and moves the
+ * blocks of r's remote-free stack onto its home list: they come linked, so they stay
+ * linked (a tiny region's scan of home tags finds the others). */
+void region_collect(struct region *r)
+{
+    if (atomic_load_explicit(&r->remote_home, memory_order_relaxed)) {
+        uint32_t k = atomic_exchange(&r->remote_home, 0);
+        r->nhome = (uint16_t)(r->nhome + k);
+        r->used = (uint16_t)(r->used - k);
+    }
+    void *p = atomic_exchange(&r->remote, NULL);
+    while (p) {
+        void *next = region_link_load(r, p, 1);
+        region_home_link(r, p);
+        r->used--;
+        p = next;
+    }
+}
+
+int region_has_blocks(struct region *r)
+{
+    return r->nhome || r->carved < r->nblocks || region_remote_pending(r);
+}
+
+/* Takes up to `want` blocks out of r: its home blocks first, then remote frees, then
+ * fresh carving: blocks other threads gave back are reused before untouched memory is. */
+unsigned region_take(struct region *r, void **out, unsigned want)
+{
+    unsigned n = region_home_take(r, out, want);
+    if (n < want && region_remote_pending(r)) {
+        region_collect(r);
+        n += region_home_take(r, out + n, want - n);
+    }
+    if (n < want && r->carved < r->nblocks) {
+        char *b = (char *)r + r->blocks_off + (size_t)r->carved * r->bsize;
+        unsigned k = want - n;
+        if (k > r->nblocks - r->carved)
+            k = r->nblocks - r->carved;
+        for (unsigned i = 0; i < k; i++, b += r->bsize)
+            out[n++] = b;
+        r->carved += k;
+    }
+    r->used += n;
     return n;
 }

@@ -6,20 +6,10 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../common/attrs.h"
-#include "../common/sanitize.h"
-#include "../route/classes.h"
+#include "../common/common.h"
+#include "../class/class.h"
 
 struct heap;
-
-/* A live block's tag is its class's slot index s (below 128) plus 0x80: unique per class,
- * so a block start of one class's layout never passes for another's, and the hot paths
- * hold it as their one number (classes.h).  A free block's tag is TAG_FREE for every
- * class, a constant store, or TAG_HOME once it is back in its tiny region: a region's
- * tags are cleared when it takes a class, so nothing reads a class from them.  0 is the
- * tag of a granule no block starts at.  TAG_LIVE and TAG_CLASS are in classes.h. */
-#define TAG_FREE        0x01u
-#define TAG_HOME        0x02u    /* a tiny region's free block back home (not cached) */
 
 /* Invariant, owner thread view: used = nblocks - nhome - (nblocks - carved); blocks on
  * `remote` or counted in `remote_home` still count as used until the owner collects them
@@ -76,8 +66,11 @@ HAK_INLINE uint8_t *region_tag(struct region *r, uintptr_t p)
 /* Tiny regions are exactly one chunk, so the header is found by masking alone. */
 HAK_INLINE struct region *region_of_tiny(void *p)
 {
-    return (struct region *)((uintptr_t)p & ~(uintptr_t)0xFFFF);
+    return (struct region *)((uintptr_t)p & ~(uintptr_t)HAK_CHUNK_MASK);
 }
+
+/* The 16-bit shift below works on a chunk offset in the pointer's low word. */
+_Static_assert(HAK_CHUNK_SHIFT == 16, "region_tag_tiny's shrw takes the chunk offset as the low 16 bits");
 
 /* Tiny classes: the tag's address follows from the pointer and the class's slot index s
  * alone (its low five bits are the shift; a 32-bit shift uses no more), without loading
@@ -92,7 +85,7 @@ HAK_INLINE uint8_t *region_tag_tiny(void *p, unsigned s)
     __asm__("shrw %%cl, %w0" : "+r"(a) : "c"(s));
     return (uint8_t *)a + offsetof(struct region, tags);
 #else
-    return (uint8_t *)(a & ~(uintptr_t)0xFFFF) + offsetof(struct region, tags) + ((uint32_t)(a & 0xFFFF) >> (s & 31));
+    return (uint8_t *)(a & ~(uintptr_t)HAK_CHUNK_MASK) + offsetof(struct region, tags) + ((uint32_t)(a & HAK_CHUNK_MASK) >> (s & 31));
 #endif
 }
 
@@ -181,7 +174,7 @@ HAK_INLINE void *region_link_load(struct region *r, void *blk, int same_region)
         uintptr_t off = (uintptr_t)next - (uintptr_t)r;
         if (!same_region)
             return region_link_check(r, blk, next);
-        if (unlikely(off >= ((uintptr_t)r->chunks << 16) || off < r->blocks_off || (off & r->gmask)))
+        if (unlikely(off >= ((uintptr_t)r->chunks << HAK_CHUNK_SHIFT) || off < r->blocks_off || (off & r->gmask)))
             return region_link_bad(r, blk, next);
     }
 #else
@@ -265,5 +258,18 @@ HAK_INLINE void *region_home_pop(struct region *r)
 /* Takes up to `want` of r's home blocks into out[] (tiny: its list, then tags in address
  * order from home_pos, tagged TAG_FREE again).  Returns how many. */
 unsigned region_home_take(struct region *r, void **out, unsigned want);
+
+/* alloc.c's cousins at the region level (home.c): collecting other threads' frees, and
+ * taking blocks out of a region for a refill. */
+void     region_collect(struct region *r);
+int      region_has_blocks(struct region *r);
+unsigned region_take(struct region *r, void **out, unsigned want);
+
+/* Reports a pointer into r that is not a live block's start (tag.c): where it points and
+ * what its tag says decide the words (double free, use after free, interior pointer). */
+void region_report_block(const char *call, struct region *r, uintptr_t p, uint8_t tag);
+
+#include "map.h"
+#include "span_layout.h"
 
 #endif

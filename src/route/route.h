@@ -4,7 +4,6 @@
 #define HAK_ROUTE_H
 
 #include "../policy/policy.h"
-#include "classes.h"
 
 /* Relaxed atomic: a plain load on the owner's side, but a publisher may overwrite it. */
 HAK_INLINE unsigned route_of_class(const struct policy_snapshot *s, unsigned cls)
@@ -22,7 +21,7 @@ HAK_INLINE unsigned route_lookup_tiny(const struct policy_snapshot *s, size_t n,
         return route_of_class(s, *cls);         /* ROUTE_NONE for an invalidated entry */
     }
 #endif
-    *cls = route_class_of(n);
+    *cls = class_of_size(n);
     return route_of_class(s, *cls);
 }
 
@@ -32,7 +31,7 @@ HAK_INLINE unsigned route_lookup(const struct policy_snapshot *s, size_t n, unsi
     if (n <= HAK_TINY_MAX)
         return route_lookup_tiny(s, n, cls);
     if (n <= HAK_MID_MAX) {
-        *cls = route_class_of(n);
+        *cls = class_of_size(n);
         return route_of_class(s, *cls);
     }
     *cls = HAK_NCLASSES;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "hakmem.h"
 #include "cold/cold.h"
-#include "cold/os.h"
+#include "os/os.h"
 
 #define ASSERT_ENOMEM(expr)                  \
     do {                                     \

@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include "cold/cold.h"
 #include "policy/policy.h"
-#include "route/classes.h"
+#include "class/class.h"
 
 #define LINE_BOUND 4096          /* a report line longer than this is a bug in itself */
 
@@ -235,7 +235,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    cold_init_core();
+    init_core();
     in_fd = open_memfd("fuzz_ini", in_path, sizeof in_path);
     rt_fd = open_memfd("fuzz_ini_rt", rt_path, sizeof rt_path);
     policy_defaults(&defaults);

@@ -34,7 +34,7 @@ static void *slots_sequence(void *arg)
 
 START_TEST(test_slots_class_counts)
 {
-    unsigned c = route_class_of(200);
+    unsigned c = class_of_size(200);
     snap(&before);
     pthread_t t;
     pthread_create(&t, NULL, slots_sequence, NULL);
@@ -55,7 +55,7 @@ END_TEST
 
 START_TEST(test_list_and_mid_counts)
 {
-    unsigned tiny = route_class_of(40), mid = route_class_of(3000);
+    unsigned tiny = class_of_size(40), mid = class_of_size(3000);
     ck_assert_int_eq(policy_load_text("[route]\nC3 = tlist\n"), 0);   /* slots by default */
     snap(&before);
     void *p[300];
@@ -94,7 +94,7 @@ static void *alloc_many(void *arg)
 
 START_TEST(test_remote_counts)
 {
-    unsigned c = route_class_of(100);
+    unsigned c = class_of_size(100);
     void *p[100];
     snap(&before);
     pthread_t t;

@@ -63,7 +63,7 @@ static void assert_defaults(const struct policy *p)
 
 static void setup(void)
 {
-    cold_init_core();
+    init_core();
 }
 
 START_TEST(test_defaults)

@@ -9,11 +9,11 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include "hakmem.h"
-#include "cold/arena.h"
+#include "arena/chunks.h"
 #include "cold/cold.h"
-#include "cold/os.h"
+#include "os/os.h"
 #include "region/map.h"
-#include "route/classes.h"
+#include "class/class.h"
 
 #define NEVER_PURGE ((size_t)1 << 40)
 

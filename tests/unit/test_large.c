@@ -10,7 +10,7 @@
 #include <time.h>
 #include "testutil.h"
 #include "cold/cold.h"
-#include "cold/os.h"
+#include "os/os.h"
 #include "region/map.h"
 
 START_TEST(test_large_basic)

@@ -73,7 +73,7 @@ static void drain(unsigned n)
         hak_free(blk[--n]);
 }
 
-/* A malloc that misses every cache (cold_malloc's entry): where the purger is started. */
+/* A malloc that misses every cache (heap_malloc_slow's entry): where the purger is started. */
 static void safe_point(void)
 {
     hak_free(hak_malloc(HAK_MID_MAX + 1));
@@ -96,7 +96,7 @@ START_TEST(test_purger_takes_over)
                       round, start >> 20, end >> 20, keep >> 20);
     }
     ck_assert_uint_eq(purger_threads_wait(phase99() ? 1 : 0, 1000), phase99() ? 1 : 0);
-    ck_assert_int_eq(cold_purger_running(), phase99());
+    ck_assert_int_eq(arena_purger_running(), phase99());
 }
 END_TEST
 
@@ -107,7 +107,7 @@ START_TEST(test_small_program_no_purger)
     drain(n);
     safe_point();
     ck_assert_uint_eq(purger_threads(), 0);
-    ck_assert_int_eq(cold_purger_running(), 0);
+    ck_assert_int_eq(arena_purger_running(), 0);
 }
 END_TEST
 
@@ -122,7 +122,7 @@ START_TEST(test_idle_program_purged)
     safe_point();
     struct timespec nap = { 0, (long)(p->purge_delay_ms + 200) * 1000000L };
     nanosleep(&nap, NULL);              /* down to `retain`, resident and free */
-    ck_assert_int_eq(cold_purger_running(), 1);
+    ck_assert_int_eq(arena_purger_running(), 1);
     size_t base = rss_bytes();
     n = fill(p->purge_cap + 48 * MB);
     size_t peak = rss_bytes();
@@ -149,7 +149,7 @@ START_TEST(test_fork_with_purger)
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-            if (purger_threads() != 0 || cold_purger_running())
+            if (purger_threads() != 0 || arena_purger_running())
                 _exit(1);
             size_t start = rss_bytes(), keep = 2 * policy_now()->purge_cap + 48 * MB;
             unsigned m = fill(320 * MB);

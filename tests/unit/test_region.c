@@ -21,7 +21,7 @@ static char report[4096];
 START_TEST(test_lookup_every_class)
 {
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        size_t n = route_classes[c].size;
+        size_t n = class_table[c].size;
         char *p = hak_malloc(n);
         ck_assert_ptr_nonnull(p);
         unsigned b = region_map_get((uintptr_t)p);
@@ -95,7 +95,7 @@ END_TEST
 START_TEST(test_double_free_refused)
 {
     for (unsigned c = 0; c < HAK_NCLASSES; c += 3) {
-        size_t n = route_classes[c].size;
+        size_t n = class_table[c].size;
         char *p = hak_malloc(n);
         hak_free(p);
         ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
@@ -118,7 +118,7 @@ END_TEST
  * home is a double free to free() like a cached one. */
 static struct region *region_for_test(unsigned cls, unsigned carve)
 {
-    struct region *r = region_pool_take(cls, NULL);
+    struct region *r = arena_region_take(cls, NULL);
     ck_assert_ptr_nonnull(r);
     ck_assert_uint_le(carve, r->nblocks);
     r->carved = (uint16_t)carve;
@@ -135,7 +135,7 @@ START_TEST(test_home_take_order)
 {
     static const unsigned sizes[] = { 16, 48, 80, 1024 };     /* 1, 3, 5 and 1 tags a block */
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        unsigned cls = route_class_of(sizes[s]);
+        unsigned cls = class_of_size(sizes[s]);
         ck_assert_uint_lt(cls, HAK_NTINY);
         struct region *r = region_for_test(cls, 60);
         static const unsigned home[] = { 41, 5, 17, 59, 6 };
@@ -159,9 +159,9 @@ START_TEST(test_home_take_order)
         ck_assert_uint_eq(r->nhome, 0);
         ck_assert_uint_eq(region_home_take(r, out, 8), 0);
         r->used = 0;
-        region_pool_release(r);
+        arena_region_release(r);
     }
-    struct region *m = region_for_test(route_class_of(2048), 3);
+    struct region *m = region_for_test(class_of_size(2048), 3);
     ck_assert_uint_ge(m->cls, HAK_NTINY);
     for (unsigned i = 0; i < 3; i++)
         region_home_put(m, block_at(m, i));
@@ -170,13 +170,13 @@ START_TEST(test_home_take_order)
     ck_assert_ptr_eq(out[0], block_at(m, 2));            /* freed last, taken first */
     ck_assert_uint_eq(region_home_take(m, out, 4), 2);
     m->used = 0;
-    region_pool_release(m);
+    arena_region_release(m);
 }
 END_TEST
 
 START_TEST(test_home_block_double_free)
 {
-    unsigned c = route_class_of(64);
+    unsigned c = class_of_size(64);
     void *blk[2 * HAK_SLOTS_CAP_MAX + 2];
     unsigned n = 0;
     blk[n++] = hak_malloc(64);
@@ -208,7 +208,7 @@ START_TEST(test_remote_free_goes_home)
     int on = !strcmp(v, "on");
     static const size_t sizes[] = { 64, 1024, 3000 };      /* tiny, the largest tiny, mid */
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        unsigned cls = route_class_of(sizes[s]);
+        unsigned cls = class_of_size(sizes[s]);
         int home = on && cls < HAK_NTINY;
         char *p = hak_malloc(sizes[s]);
         ck_assert_ptr_nonnull(p);
@@ -226,7 +226,7 @@ START_TEST(test_remote_free_goes_home)
         ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
         /* Held live, the class's blocks come from its regions' home and remote blocks
          * before fresh ones: p is among the first few regions' worth. */
-        unsigned max = 4 * route_classes[cls].nblocks, n = 0;
+        unsigned max = 4 * class_table[cls].nblocks, n = 0;
         void **held = malloc(max * sizeof *held);
         ck_assert_ptr_nonnull(held);
         int found = 0;
@@ -249,7 +249,7 @@ END_TEST
 START_TEST(test_interior_granules_refused)
 {
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        size_t n = route_classes[c].size, g = (size_t)1 << route_classes[c].gshift;
+        size_t n = class_table[c].size, g = (size_t)1 << class_table[c].gshift;
         char *p = hak_malloc(n);
         for (size_t off = g; off < n && off <= 4 * g; off += g)
             ck_assert_msg(strstr(free_reported(p + off), "not the start") != NULL,
@@ -335,7 +335,7 @@ START_TEST(test_phase93_cache_coherent)
     hak_free(p);
     for (int i = 0; i < N; i++)
         hak_free(blk[i]);
-    cold_heap_flush(h);
+    heap_flush(h);
     for (unsigned i = 0; i < RCACHE_SIZE; i++) {
         uintptr_t e = h->rcache[i];
         if (e == RCACHE_EMPTY)
@@ -407,7 +407,7 @@ START_TEST(test_empty_current_regions_released)
      * arenas take the lowest free run), not from the ones after it */
     void *c = hak_malloc(100 << 10);
     ck_assert_uint_eq((uintptr_t)region_of_block(c), ra);
-    ck_assert_uint_ne(route_class_of(100 << 10), route_class_of(40 << 10));
+    ck_assert_uint_ne(class_of_size(100 << 10), class_of_size(40 << 10));
     hak_free(c);
 }
 END_TEST

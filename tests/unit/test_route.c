@@ -8,7 +8,7 @@
 
 static void setup(void)
 {
-    cold_init_core();
+    init_core();
 }
 
 START_TEST(test_class_table_shape)
@@ -17,12 +17,12 @@ START_TEST(test_class_table_shape)
     static const unsigned tiny[HAK_NTINY] = { 8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224,
                                               256, 320, 384, 448, 512, 640, 768, 896, 1024 };
     for (unsigned c = 0; c < HAK_NTINY; c++) {
-        ck_assert_uint_eq(route_classes[c].size, tiny[c]);
+        ck_assert_uint_eq(class_table[c].size, tiny[c]);
         /* the granule: the largest power of two dividing the size */
-        ck_assert_uint_eq(1u << route_classes[c].gshift, tiny[c] & (0u - tiny[c]));
+        ck_assert_uint_eq(1u << class_table[c].gshift, tiny[c] & (0u - tiny[c]));
         /* the hot paths use a tiny class's live tag as its tag shift (Phase 91, 93):
          * 32-bit shifts read its low five bits */
-        ck_assert_uint_eq(TAG_LIVE(c) & 31, route_classes[c].gshift);
+        ck_assert_uint_eq(TAG_LIVE(c) & 31, class_table[c].gshift);
     }
     /* every class and the invalid class its own slot index, and the way back */
     for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
@@ -42,10 +42,10 @@ START_TEST(test_class_table_shape)
         ck_assert_uint_ne(TAG_LIVE(c), TAG_FREE);
     }
     for (unsigned c = 1; c < HAK_NCLASSES; c++)
-        ck_assert_uint_gt(route_classes[c].size, route_classes[c - 1].size);
-    ck_assert_uint_eq(route_classes[HAK_NCLASSES - 1].size, HAK_MID_MAX);
+        ck_assert_uint_gt(class_table[c].size, class_table[c - 1].size);
+    ck_assert_uint_eq(class_table[HAK_NCLASSES - 1].size, HAK_MID_MAX);
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        const struct route_class *rc = &route_classes[c];
+        const struct size_class *rc = &class_table[c];
         size_t rsize = (size_t)rc->chunks << HAK_CHUNK_SHIFT;
         ck_assert_uint_ge(rc->nblocks, 4);
         ck_assert_uint_le(rc->blocks_off + (size_t)rc->nblocks * rc->size, rsize);
@@ -64,9 +64,9 @@ START_TEST(test_every_size_smallest_class)
 {
     /* plain checks in the loop: a ck_assert per size would dominate the run time */
     for (size_t n = 0; n <= HAK_MID_MAX; n++) {
-        unsigned c = route_class_of(n);
-        if (c >= HAK_NCLASSES || route_classes[c].size < n || (c > 0 && route_classes[c - 1].size >= n)
-            || route_classes[c].tiny != (n <= HAK_TINY_MAX))
+        unsigned c = class_of_size(n);
+        if (c >= HAK_NCLASSES || class_table[c].size < n || (c > 0 && class_table[c - 1].size >= n)
+            || class_table[c].tiny != (n <= HAK_TINY_MAX))
             ck_abort_msg("size %zu maps to class %u", n, c);
     }
 }
@@ -77,7 +77,7 @@ static void check_default_routes(const struct policy_snapshot *s)
     for (size_t n = 0; n <= ((size_t)1 << 20); n++) {
         unsigned cls;
         unsigned r = route_lookup(s, n, &cls);
-        unsigned want_cls = n > HAK_MID_MAX ? HAK_NCLASSES : route_class_of(n);
+        unsigned want_cls = n > HAK_MID_MAX ? HAK_NCLASSES : class_of_size(n);
         /* default [slots] classes C0-C20: every size up to 1 KiB */
         unsigned want = n > HAK_MID_MAX ? ROUTE_LARGE : n <= HAK_TINY_MAX ? ROUTE_SLOTS : ROUTE_MID;
         if (cls != want_cls || r != want)
@@ -101,7 +101,7 @@ START_TEST(test_routes_phase91_table)
     policy_snapshot_build(&s);
     ck_assert_uint_eq(s.phase91, 1);
     check_default_routes(&s);
-    /* an entry a publisher invalidated (cold_heap_invalidate_all) routes nowhere */
+    /* an entry a publisher invalidated (heap_invalidate_all) routes nowhere */
     s.table91[100] = (uint8_t)TAG_LIVE(SLOT_CLASS_NONE);
     unsigned cls;
     ck_assert_uint_eq(route_lookup(&s, 100, &cls), ROUTE_NONE);

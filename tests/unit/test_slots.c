@@ -20,7 +20,7 @@ START_TEST(test_slots_lifo)
     struct heap *h = heap_now();
     ck_assert_ptr_ne(h, &heap_empty);
     void *a = hak_malloc(200);      /* C11 (224 B): inline slots by default */
-    unsigned c = route_class_of(200);
+    unsigned c = class_of_size(200);
     ck_assert_uint_eq(h->snap.route[c], ROUTE_SLOTS);
     ck_assert_uint_eq(slots_cap(h, c), 64);
     uint32_t before = slots_count(h, c);
@@ -38,7 +38,7 @@ END_TEST
 START_TEST(test_slots_refill_half)
 {
     struct heap *h = heap_now();
-    unsigned c = route_class_of(700);
+    unsigned c = class_of_size(700);
     unsigned cap = slots_cap(h, c);
     void *keep[1024];
     unsigned n = 0;
@@ -49,7 +49,7 @@ START_TEST(test_slots_refill_half)
     ck_assert_uint_eq(slots_count(h, c), cap / 2 - 1);
     /* refilled blocks pop in address order within a fresh region */
     void *q = hak_malloc(700);
-    ck_assert_ptr_eq(q, (char *)p + route_class_size(c));
+    ck_assert_ptr_eq(q, (char *)p + class_size(c));
     hak_free(q);
     hak_free(p);
     while (n)
@@ -60,7 +60,7 @@ END_TEST
 START_TEST(test_slots_overflow_to_region)
 {
     struct heap *h = heap_now();
-    unsigned c = route_class_of(128);
+    unsigned c = class_of_size(128);
     unsigned cap = slots_cap(h, c);
     void *blk[2 * HAK_SLOTS_CAP_MAX + 2];
     unsigned n = 2 * cap + 1;
@@ -92,7 +92,7 @@ START_TEST(test_list_route_bounded)
 {
     ck_assert_int_eq(policy_load_text("[route]\nC2 = tlist\n"), 0);   /* slots by default */
     struct heap *h = heap_now();
-    unsigned c = route_class_of(24);     /* C2 */
+    unsigned c = class_of_size(24);     /* C2 */
     ck_assert_uint_eq(h->snap.route[c], ROUTE_TLIST);
     ck_assert_uint_eq(slots_cap(h, c), 0);
     struct list_bin *l = &h->lists[c];
@@ -119,10 +119,10 @@ END_TEST
 START_TEST(test_mid_route_list)
 {
     struct heap *h = heap_now();
-    unsigned c = route_class_of(3000);
+    unsigned c = class_of_size(3000);
     ck_assert_uint_eq(h->snap.route[c], ROUTE_MID);
     void *a = hak_malloc(3000);
-    ck_assert_uint_eq(hak_malloc_usable_size(a), route_classes[c].size);
+    ck_assert_uint_eq(hak_malloc_usable_size(a), class_table[c].size);
     /* mid classes keep no thread cache: the block goes straight back to its region,
      * whose free list hands it out again first */
     hak_free(a);
@@ -140,7 +140,7 @@ START_TEST(test_flush_returns_everything)
         blk[i] = hak_malloc(16 + (i * 37) % 2000);
     for (unsigned i = 0; i < 3000; i++)
         hak_free(blk[i]);
-    cold_heap_flush(h);
+    heap_flush(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
         ck_assert_uint_eq(h->lists[c].count, 0);
         if (c < HAK_NTINY)

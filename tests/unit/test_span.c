@@ -9,10 +9,10 @@
 #include <string.h>
 #include "hakmem.h"
 #include "testutil.h"
-#include "cold/arena.h"
+#include "arena/chunks.h"
 #include "cold/cold.h"
 #include "region/map.h"
-#include "region/span.h"
+#include "span/span.h"
 #include "route/route.h"
 
 static char report[4096];
@@ -478,7 +478,7 @@ START_TEST(test_phase_off_at_run_time)
     ck_assert_uint_eq(span_of(s)->cls, HAK_CLS_SPAN);
     ck_assert_int_eq(policy_load_text("[phases]\nphase100 = off\n"), 0);
     char *c = hak_malloc(5000);
-    ck_assert_uint_eq(span_of(c)->cls, route_class_of(5000));
+    ck_assert_uint_eq(span_of(c)->cls, class_of_size(5000));
     ck_assert_str_eq(free_reported(s), "");
     ck_assert_str_eq(free_reported(c), "");
     ck_assert_int_eq(policy_load_text(""), 0);

@@ -1,13 +1,12 @@
-/* The per-thread heap: policy snapshot, inline slots, per-class free lists and owned regions.
- * One small TLS pointer leads here; heaps themselves live in hakmem's own metadata memory. */
-#ifndef HAK_SLOTS_HEAP_H
-#define HAK_SLOTS_HEAP_H
+/* The per-thread heap and its caches: policy snapshot, inline slots, per-class free lists,
+ * owned regions; every slot push, pop, refill and spill, and the heap's regions coming home. */
+#ifndef HAK_SLOTS_H
+#define HAK_SLOTS_H
 
 #include <pthread.h>
-#include "../common/attrs.h"
+#include "../common/common.h"
 #include "../policy/policy.h"
 #include "../region/region.h"
-#include "../region/span.h"
 
 /* TLIST and MID routes: an intrusive LIFO list through the blocks' first word. */
 struct list_bin {
@@ -23,11 +22,11 @@ struct class_regions {
     /* A region other than cur may have blocks: set when blocks go back to one (locally,
      * or by another thread onto an empty remote stack), cleared by a refill's scan that
      * saw every region.  Without it a heap whose regions are all full missed on each
-     * header of a 16-region scan before every new region (frag: 5 % of its time). */
+     * header of a 16-region scan before every new region. */
     uint8_t  scan;                   /* (heap.remote_scan holds the same for other threads) */
 };
 
-/* Phase 100: the heap's spans and their free runs, binned by length (region/span.h).  Only
+/* Phase 100: the heap's spans and their free runs, binned by length (region/span_layout.h).  Only
  * the owner touches it. */
 struct span_heap {
     void    *quick[SPAN_QUICK_LEN];  /* cached blocks by length, linked through their first word */
@@ -78,7 +77,7 @@ struct heap {
     struct list_bin lists[HAK_NCLASSES];
 #if HAK_PHASE93
     /* Phase 93: this heap's own tiny regions, direct-mapped by the low byte of the chunk
-     * number, each entry the chunk number itself (p >> 16).  An entry is set while the heap
+     * number, each entry the chunk number itself (p >> HAK_CHUNK_SHIFT).  An entry is set while the heap
      * owns the region and cleared when it leaves, so a hit proves both "ours" and "owned
      * here".  256 entries make the index one byte move. */
     uintptr_t rcache[RCACHE_SIZE];
@@ -96,7 +95,7 @@ struct heap {
     /* Phase 100: another thread freed the first block onto one of this heap's spans'
      * empty remote stacks since the owner last merged them.  A line of its own too: every
      * span malloc reads it, and tiny classes' remote frees (remote_scan) must not make
-     * that read miss (larson: a quarter of span_malloc's samples). */
+     * that read miss. */
     _Atomic uint32_t span_remote HAK_ALIGNED(HAK_CACHE_LINE);
     uint8_t  live;                   /* owned by a running thread */
 #if HAK_OBSERVE
@@ -122,7 +121,7 @@ struct heap {
  * caches empty, so its first call misses into the cold path, which builds a real one. */
 HAK_INLINE uintptr_t heap_rcache_key(uintptr_t p)
 {
-    return p >> 16;
+    return p >> HAK_CHUNK_SHIFT;
 }
 
 HAK_INLINE unsigned heap_rcache_index(uintptr_t p)
@@ -159,5 +158,44 @@ HAK_INLINE unsigned slots_cap(struct heap *h, unsigned cls)
     void **lim = slots_lim(h, cls);
     return lim ? (unsigned)(lim - h->slot_items[cls]) : 0;
 }
+
+/* refill.c: the heap's regions, refill and spill (the caller holds no lock; these take the
+ * arenas' when a region comes or goes) */
+void *heap_alloc_class(struct heap *h, unsigned cls);        /* a block of cls: slots or list refilled */
+void  heap_cache_push(struct heap *h, void *p, struct region *r);   /* a freed block of h's own */
+void  heap_region_emptied(struct heap *h, struct region *r);
+void  heap_flush_class(struct heap *h, unsigned cls);        /* every cached block of cls home */
+void  heap_flush(struct heap *h);                            /* ... of every class */
+void  heap_rcache_rebuild(struct heap *h);
+void  heap_regions_release(struct heap *h);                  /* thread exit: every region on */
+
+/* A block of h's own region r goes back home (the caller marks its class for a refill
+ * scan).  Inline: the hot free takes it when the slots are full. */
+HAK_INLINE void heap_put_in(struct heap *h, struct region *r, void *p)
+{
+    region_home_put(r, p);
+    if (unlikely(--r->used == 0))
+        heap_region_emptied(h, r);
+}
+
+/* One block home, its class marked for a scan (a spill of many marks once and uses
+ * heap_put_in). */
+HAK_INLINE void heap_put_home(struct heap *h, struct region *r, void *p)
+{
+    h->regions[r->cls].scan = 1;
+    heap_put_in(h, r, p);
+}
+
+/* observe.c: OBSERVE's per-heap counters folded into the process totals (stats/) */
+#if HAK_OBSERVE
+void heap_obs_sync(struct heap *h);
+void heap_obs_retire(struct heap *h);
+const struct heap_obs *heap_obs_retired(void);               /* caller holds heap_obs_lock() */
+void heap_obs_lock(void);
+void heap_obs_unlock(void);
+#else
+static inline void heap_obs_sync(struct heap *h) { (void)h; }
+static inline void heap_obs_retire(struct heap *h) { (void)h; }
+#endif
 
 #endif

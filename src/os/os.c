@@ -9,7 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "os.h"
-#include "../common/attrs.h"
+#include "../common/common.h"
 
 static _Atomic long os_fail_countdown = -1;
 static _Atomic int os_fail_one;         /* the failure is a single call, not an outage */

@@ -1,9 +1,7 @@
 /* The span heap (Phase 100): a thread's mid blocks carved best fit from the free runs of its
- * spans, and freed blocks merged with their free neighbours; the layout is in span.h. */
+ * spans, and freed blocks merged with their free neighbours; the layout is in region/span_layout.h. */
 #include <errno.h>
 #include "span.h"
-#include "map.h"
-#include "../cold/cold.h"
 #ifdef HAK_SPAN_DEBUG
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +41,7 @@ HAK_INLINE void run_mark(struct region *r, uint32_t g, uint32_t n)
 /* A run's links are its last 16 bytes, so a block carved from its front, or a block
  * merged into it from behind, leaves them where they are: they are rewritten only when
  * the run changes bin.  (At the front, every carve from a fresh run wrote a line the
- * block's owner had not touched yet: in frag, the page's first touch.) */
+ * block's owner had not touched yet: often a fresh page's first touch.) */
 HAK_INLINE struct span_node *run_node(struct region *r, uint32_t g, uint32_t n)
 {
     return (struct span_node *)span_addr(r, g + n) - 1;
@@ -90,7 +88,7 @@ static void bin_push(struct heap *h, struct span_node *x, uint32_t n)
  * its runs leak, and nothing is handed out or linked through memory a wild write chose. */
 static HAK_COLD void bin_cut(struct heap *h, unsigned b, void *at)
 {
-    cold_misuse("malloc", at, "heap corruption: free-run links overwritten (runs leaked)", HAK_CLS_SPAN);
+    class_misuse("malloc", at, "heap corruption: free-run links overwritten (runs leaked)", HAK_CLS_SPAN);
 #ifdef HAK_SPAN_DEBUG
     span_cut_seen = 1;
 #endif
@@ -104,7 +102,7 @@ static int node_ok(struct span_node *x)
 {
     uintptr_t a = (uintptr_t)x + sizeof *x;
     unsigned b = region_map_get(a - 1);
-    if (b - 1u >= 0xFEu)
+    if (!region_map_is_region(b))
         return 0;
     struct region *r = region_from_map(a - 1, b);
     uintptr_t off = a - (uintptr_t)r;
@@ -179,8 +177,8 @@ HAK_INLINE void *quick_pop(struct heap *h, uint32_t n, struct region **rp)
     return p;
 }
 
-/* The quick cache's hit apart from the carve, so it saves no registers (larson: 16 of the
- * 65 instructions a span_malloc took were the carve's prologue and epilogue).  The size
+/* The quick cache's hit apart from the carve, so it saves no registers (the carve's
+ * prologue and epilogue were a quarter of a hit's instructions).  The size
  * comes first, as in malloc and api_malloc_mid, so their tail calls move no registers. */
 void *span_malloc(size_t size, struct heap *h)
 {
@@ -189,7 +187,7 @@ void *span_malloc(size_t size, struct heap *h)
         struct region *r;
         void *p = quick_pop(h, want, &r);
         tag_set(r, span_gran(r, p), TAG_LIVE_SPAN);
-        OBS_INC(h, allocs, route_class_of(size));
+        OBS_INC(h, allocs, class_of_size(size));
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
         SPAN_CHECK(h);
         return p;
@@ -205,11 +203,11 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
     /* Blocks other threads gave back are reused before fresh runs (a producer whose blocks
      * a consumer frees would otherwise carve its spans to the end first). */
     if (unlikely(atomic_load_explicit(&h->span_remote, memory_order_relaxed)))
-        cold_span_merge_pending(h);
+        span_merge_pending(h);
     for (;;) {
         struct span_node *x = bin_first(h, b, &fb);
         if (unlikely(x == NULL)) {
-            if (!cold_span_refill(h)) {
+            if (!span_refill(h)) {
                 errno = ENOMEM;
                 return NULL;
             }
@@ -241,7 +239,7 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
         tag_set(r, g, TAG_LIVE_SPAN);
         r->used++;
         r->span_avail = (uint16_t)(r->span_avail - want);
-        OBS_INC(h, allocs, route_class_of(size));
+        OBS_INC(h, allocs, class_of_size(size));
         void *p = span_addr(r, g);
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
         SPAN_CHECK(h);
@@ -250,8 +248,8 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
 }
 
 /* Frees [g, g + n) of r (its tags inside are 0 or a stale start): merged with a free run
- * on either side, then binned.  When r has nothing left in it, cold_span_emptied may send
- * r back to the arenas; when it has just come down to little, cold_span_lend its free
+ * on either side, then binned.  When r has nothing left in it, span_emptied may send
+ * r back to the arenas; when it has just come down to little, span_lend its free
  * runs' whole chunks (r alone: no other span changes here). */
 void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
@@ -284,9 +282,9 @@ void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
     else if (!bin_move(h, x, xn, n))
         return;                             /* reported; the run leaks */
     if (unlikely(r->used == 0))
-        cold_span_emptied(h, r);
+        span_emptied(h, r);
     else if (unlikely(span_live(r) <= SPAN_LEND_LIVE) && span_lend_crossed(span_live(r), freed))
-        cold_span_lend(h, r);
+        span_lend(h, r);
 }
 
 void span_run_mark(struct region *r, uint32_t g, uint32_t n)
@@ -322,7 +320,7 @@ static HAK_NOINLINE void span_quick_drop(struct heap *h, struct region *r)
     void *mine[SPAN_QUICK_BYTES / (5u << SPAN_GSHIFT) + 1];   /* mid blocks are 5 granules and up */
     unsigned k = 0;
     /* Only the lengths r has cached (a bit may be stale): at most SPAN_QUICK_DEPTH blocks
-     * each, where walking every list cost prodcons 15 K instructions a drop. */
+     * each, where walking every list cost a drop all SPAN_QUICK_LEN of them. */
     for (uint64_t lens = r->span_cached_lens; lens && k < r->nhome; lens &= lens - 1) {
         uint32_t n = (uint32_t)__builtin_ctzll(lens);
         void *prev = NULL, *p = h->span.quick[n];
@@ -358,7 +356,7 @@ static HAK_NOINLINE void span_merge_put(struct heap *h, struct region *r, uint32
 {
     int only_cached = --r->used != 0 && r->used == r->nhome;
     span_run_put(h, r, g, n);               /* r stays: it still has cached blocks */
-    if (unlikely(only_cached) && !cold_span_idle(h, r))
+    if (unlikely(only_cached) && !span_idle(h, r))
         span_quick_drop(h, r);
 }
 
@@ -376,7 +374,7 @@ static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
         h->span.quick_bytes += n << SPAN_GSHIFT;
         r->span_avail = (uint16_t)(r->span_avail + n);
         r->span_cached_lens |= (uint64_t)1 << n;
-        if (unlikely(++r->nhome == r->used) && !cold_span_idle(h, r))
+        if (unlikely(++r->nhome == r->used) && !span_idle(h, r))
             span_quick_drop(h, r);
         return;
     }
@@ -386,7 +384,7 @@ static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 void span_free(struct heap *h, struct region *r, void *p)
 {
     uint32_t g = span_gran(r, p), n = span_len(r)[g];
-    OBS_INC(h, frees, route_class_of((size_t)n << SPAN_GSHIFT));
+    OBS_INC(h, frees, class_of_size((size_t)n << SPAN_GSHIFT));
     HAK_POISON(p, (size_t)n << SPAN_GSHIFT);
     span_put(h, r, g, n);
     SPAN_CHECK(h);

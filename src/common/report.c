@@ -1,10 +1,11 @@
-/* Misuse reports: one line on stderr naming the call, the pointer, the class and the fault.
- * Written with write(2) and a local formatter, so reporting never allocates. */
+/* Misuse reports: one line on stderr naming the call, the pointer, the block and the fault,
+ * written with write(2) and a local formatter, so reporting never allocates. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cold.h"
-#include "../route/classes.h"
+#include "report.h"
+#include "attrs.h"
 
 struct line {
     char buf[256];
@@ -29,7 +30,14 @@ static void put_num(struct line *l, uintptr_t v, unsigned base)
         l->buf[l->n++] = tmp[--i];
 }
 
-HAK_COLD void cold_misuse(const char *call, const void *p, const char *what, int cls)
+static _Atomic int report_abort;
+
+void report_set_abort(int on)
+{
+    __atomic_store_n(&report_abort, on, __ATOMIC_RELAXED);
+}
+
+HAK_COLD void report_misuse(const char *call, const void *p, const char *what, int cls, size_t size)
 {
     struct line l = { .n = 0 };
     put(&l, "hakmem: ");
@@ -38,20 +46,21 @@ HAK_COLD void cold_misuse(const char *call, const void *p, const char *what, int
     put_num(&l, (uintptr_t)p, 16);
     put(&l, "): ");
     put(&l, what);
-    if (cls == HAK_NCLASSES) {
+    if (cls == REPORT_LARGE_BLOCK) {
         put(&l, " (large block)");
-    } else if (cls == HAK_CLS_SPAN) {
+    } else if (cls == REPORT_MID_BLOCK) {
         put(&l, " (mid block)");
-    } else if (cls >= 0 && cls < HAK_NCLASSES) {
+    } else if (cls >= 0) {
         put(&l, " (class C");
         put_num(&l, (uintptr_t)cls, 10);
         put(&l, ", ");
-        put_num(&l, route_classes[cls].size, 10);
+        put_num(&l, size, 10);
         put(&l, " bytes)");
     }
-    put(&l, policy_now()->on_misuse_abort ? "; aborting\n" : "; ignored\n");
+    int abort_now = __atomic_load_n(&report_abort, __ATOMIC_RELAXED);
+    put(&l, abort_now ? "; aborting\n" : "; ignored\n");
     ssize_t w = write(2, l.buf, l.n);
     (void)w;
-    if (policy_now()->on_misuse_abort)
+    if (abort_now)
         abort();
 }

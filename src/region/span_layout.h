@@ -1,14 +1,14 @@
-/* Spans (Phase 100): 1 MiB regions from which a thread carves mid blocks of any size, best
- * fit, and into which frees coalesce, so memory one size mix freed serves the next. */
-#ifndef HAK_REGION_SPAN_H
-#define HAK_REGION_SPAN_H
+/* The span layout (Phase 100): a span is a 1 MiB region whose blocks are runs of granules
+ * of any length; the span allocator (src/span) carves and merges them. */
+#ifndef HAK_REGION_SPAN_LAYOUT_H
+#define HAK_REGION_SPAN_LAYOUT_H
 
 #include "region.h"
 
 /* A span is a region (header, tags, map bytes) of SPAN_CHUNKS chunks whose blocks are runs
- * of 256-byte granules.  Size classes keep each size's freed blocks for that size only: at
- * 10 % survival a region of 16 blocks empties (and serves another class) 18 % of the time,
- * so frag's third size mix faulted in 200 MB of fresh pages next to 230 MB it had freed.
+ * of 256-byte granules.  Size classes keep each size's freed blocks for that size only, and
+ * a region of a few blocks with scattered survivors rarely empties to serve another class,
+ * so a program whose size mix changes faults in fresh pages beside the ones it freed.
  * Here a freed block merges with its free neighbours at once and any request that fits
  * takes it.
  *
@@ -35,15 +35,6 @@
 #define SPAN_FIRST    ((uint32_t)(SPAN_BLOCKS_OFF >> SPAN_GSHIFT))            /* 49 */
 #define SPAN_RUN_MAX  (SPAN_NGRAN - SPAN_FIRST)                               /* a fresh span's run */
 
-/* A span's class id: past every size class and the large row, so it indexes no per-class
- * array; its live tag has the slot index no class takes (route_slot_indexes_init). */
-#define HAK_CLS_SPAN     (HAK_NCLASSES + 1)
-#define SLOT_INDEX_SPAN  (SLOT_NINDEX - 1)
-#define TAG_LIVE_SPAN    (0x80u + SLOT_INDEX_SPAN)
-#define TAG_FEND         0x03u
-#define TAG_REMOTE       0x04u
-#define TAG_CACHED       0x05u   /* in the owner's quick cache: free, but not a run */
-#define TAG_LENT         0x06u   /* whole chunks lent to the arenas: not the span's for now */
 
 /* The quick cache: a freed block of under 64 granules (16 KiB) goes onto a LIFO of its
  * exact length, up to 8 deep and 256 KiB in all, and the next request of that length takes
@@ -51,16 +42,15 @@
  * Its tag is TAG_CACHED, so no neighbour merges with it; it counts as used.  A span left with
  * nothing else is the heap's idle span and keeps them, but any other has its cached blocks
  * taken back and merged, so the cache pins one span at most; the cache is merged back
- * before a span is added, and at thread exit.  (larson,
- * which churns blocks of a dozen mid lengths: the merging path alone ran 130 instructions
- * a pair more than the size classes' LIFO.) */
+ * before a span is added, and at thread exit.  (A program that churns blocks of a dozen
+ * mid lengths pays the whole carve and merge on each pair without it.) */
 /* Lending: in a heap whose spans could hold more than twice [purge] retain, a span left with
  * no more than SPAN_LEND_LIVE granules (64 KiB) in live blocks hands the whole chunks inside
  * its free runs back to the arenas, where the retained-memory cap and its purge apply and
  * any class may take them; in the span they read as one pseudo-block, tag TAG_LENT, that
- * nothing merges with.  A span empties at 1 % survival 27 % of
- * the time (a region of 16 blocks 85 %): without this, a program that freed 99 % of its
- * mid blocks kept 378 MB of 413 resident, where the size classes' regions kept 128. */
+ * nothing merges with.  A big span with a few survivors empties far less often than a
+ * region of a few blocks: without this, a program that freed nearly all of its mid blocks
+ * kept most of their memory resident. */
 #define SPAN_LEND_LIVE   256u
 
 #define SPAN_QUICK_LEN   64u
@@ -112,8 +102,8 @@ HAK_INLINE unsigned span_bin_up(uint32_t n)
 
 /* A free of `freed` granules that left `live` has just crossed a lending threshold: 64 KiB
  * live, then 16 KiB.  A span lends at each crossing, not at every free after it: one walk
- * and one call to the arenas for all its runs (lending at every free cost frag 2 % in
- * calls, as its spans came down to their last blocks). */
+ * and one call to the arenas for all its runs (lending at every free made a call per free
+ * as a span came down to its last blocks). */
 HAK_INLINE int span_lend_crossed(uint32_t live, uint32_t freed)
 {
     return live + freed > SPAN_LEND_LIVE || (live <= SPAN_LEND_LIVE / 4 && live + freed > SPAN_LEND_LIVE / 4);
@@ -136,21 +126,5 @@ HAK_INLINE size_t region_block_size(struct region *r, const void *p)
 {
     return r->cls == HAK_CLS_SPAN ? span_block_size(r, p) : r->bsize;
 }
-
-/* src/region/span.c: the owner's side (h owns every span passed in) */
-void *span_malloc(size_t n, struct heap *h);                 /* HAK_TINY_MAX < n <= HAK_MID_MAX */
-void  span_free(struct heap *h, struct region *r, void *p);  /* a live block, its tag now TAG_FREE */
-int   span_resize(struct heap *h, struct region *r, void *p, size_t n);   /* 1: p now holds n */
-void  span_merge_remote(struct heap *h, struct region *r);   /* blocks other threads freed */
-void  span_link_runs(struct heap *h, struct region *r);      /* an adopted span's runs into the bins */
-void  span_quick_flush(struct heap *h);                      /* every cached block merged */
-#ifdef HAK_SPAN_DEBUG
-const char *span_check(struct heap *h);                      /* NULL: spans and bins agree */
-#endif
-void  span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n);   /* frees a run */
-void  span_run_new(struct heap *h, struct region *r);        /* a fresh span: one run */
-void  span_run_mark(struct region *r, uint32_t g, uint32_t n);
-void  span_bin_push(struct heap *h, struct region *r, uint32_t g, uint32_t n);
-int   span_bin_unlink(struct heap *h, struct region *r, uint32_t g, uint32_t n);
 
 #endif

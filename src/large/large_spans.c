@@ -1,7 +1,7 @@
 /* The free spans of large blocks: an unordered array scanned in full (large operations are rare
  * and each touches at least 64 pages, so a scan of <= 64 entries is noise next to one fault). */
 #include "large_spans.h"
-#include "../common/attrs.h"
+#include "../common/common.h"
 
 struct lspan_slot {
     struct lspan s;

@@ -1,12 +1,12 @@
 /* The size-class table: the one list of classes every module reads.
  * Tiny C0-C20: 8, 16, 32, then 16-byte multiples with four steps per doubling up to 1 KiB;
  * mid classes C21-C52 keep four steps per doubling up to 256 KiB. */
-#ifndef HAK_ROUTE_CLASSES_H
-#define HAK_ROUTE_CLASSES_H
+#ifndef HAK_CLASS_H
+#define HAK_CLASS_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../common/attrs.h"
+#include "../common/common.h"
 
 #define HAK_NCLASSES     53
 #define HAK_NTINY        21
@@ -17,6 +17,7 @@
  * chunks starting on a chunk boundary, so a region never shares a chunk. */
 #define HAK_CHUNK_SHIFT  16
 #define HAK_CHUNK_SIZE   ((size_t)1 << HAK_CHUNK_SHIFT)
+#define HAK_CHUNK_MASK   (HAK_CHUNK_SIZE - 1)
 
 /* A class's slot index indexes the slots' control words.  For a tiny class its low five bits
  * are the tag shift (the granule: the largest power of two dividing the block size), and
@@ -28,12 +29,18 @@
  * SLOT_CLASS_NONE (= HAK_NCLASSES), has its own index below SLOT_NINDEX. */
 #define SLOT_NINDEX 128
 #define SLOT_CLASS_NONE HAK_NCLASSES     /* an invalidated Phase 91 entry's class: no slots, no route */
-extern uint8_t route_slot_index[HAK_NCLASSES + 1];
-extern uint8_t route_slot_class[SLOT_NINDEX];
-#define SLOT_INDEX(cls) (route_slot_index[(cls)])
-#define SLOT_CLASS(s)   (route_slot_class[(s)])
-#define TAG_LIVE(cls)   (0x80u + SLOT_INDEX(cls))
-#define TAG_CLASS(t)    SLOT_CLASS((t) - 0x80u)
+extern uint8_t class_slot_index[HAK_NCLASSES + 1];
+extern uint8_t class_of_slot[SLOT_NINDEX];
+#define SLOT_INDEX(cls) (class_slot_index[(cls)])
+#define SLOT_CLASS(s)   (class_of_slot[(s)])
+
+/* A span's class id (mid blocks carved from spans, Phase 100): past every size class and
+ * the large row, so it indexes no per-class array; its slot index is one no class takes
+ * (class_slot_indexes_init), so its live tag is told apart with one compare. */
+#define HAK_CLS_SPAN     (HAK_NCLASSES + 1)
+#define SLOT_INDEX_SPAN  (SLOT_NINDEX - 1)
+
+#include "tag.h"
 
 enum route_kind {          /* 0 is deliberately no route: it sends the op to the cold path */
     ROUTE_NONE  = 0,
@@ -43,27 +50,27 @@ enum route_kind {          /* 0 is deliberately no route: it sends the op to the
     ROUTE_LARGE = 4,       /* straight from the OS, with a bounded cache */
 };
 
-struct route_class {
+struct size_class {
     uint32_t size;         /* block size in bytes */
     uint8_t  chunks;       /* region size in 64 KiB chunks */
     uint8_t  gshift;       /* log2 of the tag granule: every block start is a multiple of it */
     uint8_t  tiny;         /* 1 for C0-C20 */
     uint8_t  default_route;
-    /* derived once at start-up by route_classes_init(): */
+    /* derived once at start-up by class_table_init(sizeof(struct region)): */
     uint32_t blocks_off;   /* offset of block 0 from the region start */
     uint32_t nblocks;      /* blocks per region */
     uint32_t ntags;        /* tag bytes: one per granule, a whole number of words */
     uint32_t cache_max;    /* per-thread list bound for TLIST/MID routes */
 };
 
-extern struct route_class route_classes[HAK_NCLASSES];
+extern struct size_class class_table[HAK_NCLASSES];
 
-void route_classes_init(void);
-const char *route_name(int route);
+void class_table_init(size_t header_bytes);   /* sizeof(struct region) */
+const char *class_route_name(int route);
 
 /* Size -> class by arithmetic (the pre-Phase-91 router).  Valid for 0 < n <= HAK_MID_MAX.
  * Up to 32 B: 8, 16, 32.  (32, 64]: steps of 16.  From 64 B on: four steps per doubling. */
-HAK_INLINE unsigned route_class_of(size_t n)
+HAK_INLINE unsigned class_of_size(size_t n)
 {
     if (n <= 16)
         return n > 8;
@@ -73,9 +80,21 @@ HAK_INLINE unsigned route_class_of(size_t n)
     return 5 + (k - 6) * 4 + (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 2));
 }
 
-HAK_INLINE size_t route_class_size(unsigned cls)
+HAK_INLINE size_t class_size(unsigned cls)
 {
-    return route_classes[cls].size;
+    return class_table[cls].size;
+}
+
+/* A misuse report naming the block by its class id: a size class, HAK_CLS_SPAN (a mid
+ * block of a span), HAK_NCLASSES (a large block) or -1 (none known). */
+static inline void class_misuse(const char *call, const void *p, const char *what, int cls)
+{
+    if (cls == HAK_NCLASSES)
+        report_misuse(call, p, what, REPORT_LARGE_BLOCK, 0);
+    else if (cls == HAK_CLS_SPAN)
+        report_misuse(call, p, what, REPORT_MID_BLOCK, 0);
+    else
+        report_misuse(call, p, what, cls < 0 ? REPORT_NO_BLOCK : cls, cls < 0 ? 0 : class_table[cls].size);
 }
 
 #endif

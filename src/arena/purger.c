@@ -1,19 +1,20 @@
 /* Phase 99: the purger, a thread that gives free chunks past the retained cap back to the
- * OS, so a free that empties memory does not wait for the kernel (0.3 us a page). */
+ * OS, so a free that empties memory does not wait for the kernel, page by page. */
 #define _GNU_SOURCE                         /* pthread_setname_np */
 #include <signal.h>
-#include "cold.h"
-#include "os.h"
+#include <pthread.h>
+#include "arena.h"
+#include "../os/os.h"
 
 /* Started only once more than `[purge] retain` of free memory is resident, so a small
- * program never has it.  It is created at a safe point (cold_malloc's entry), not where
+ * program never has it.  It is created at a safe point (the slow malloc's entry), not where
  * it was found wanted: pthread_create allocates, a free deep in the cold path may hold
  * heap state, and glibc frees a thread's TLS while holding the lock that pthread_create
  * takes.  Until it runs, the freeing threads purge, as with the phase off. */
 enum { PURGER_NONE, PURGER_WANTED, PURGER_STARTING, PURGER_RUNNING, PURGER_FAILED };
 static _Atomic int purger_state;
 
-#define PURGER_BATCH 256u                   /* runs per sweep, as arena.c batches its own */
+#define PURGER_BATCH 256u                   /* runs per sweep, as chunks.c batches its own */
 #define PURGER_STACK ((size_t)64 << 10)
 
 static void *purger_main(void *arg)
@@ -22,25 +23,25 @@ static void *purger_main(void *arg)
     struct iovec runs[PURGER_BATCH];
     for (;;) {
         int batched;
-        unsigned n = region_pool_purge_next(runs, PURGER_BATCH, &batched);
+        unsigned n = arena_pool_purge_next(runs, PURGER_BATCH, &batched);
         os_purge_many(runs, n, batched);
-        region_pool_purge_done(runs, n);
+        arena_pool_purge_done(runs, n);
     }
     return NULL;
 }
 
-HAK_COLD void cold_purger_want(void)
+HAK_COLD void arena_purger_want(void)
 {
     int expect = PURGER_NONE;
     atomic_compare_exchange_strong(&purger_state, &expect, PURGER_WANTED);
 }
 
-HAK_COLD int cold_purger_running(void)
+HAK_COLD int arena_purger_running(void)
 {
     return atomic_load_explicit(&purger_state, memory_order_acquire) == PURGER_RUNNING;
 }
 
-HAK_COLD void cold_purger_poll(void)
+HAK_COLD void arena_purger_poll(void)
 {
     int expect = PURGER_WANTED;
     if (likely(atomic_load_explicit(&purger_state, memory_order_relaxed) != expect) ||
@@ -66,7 +67,7 @@ HAK_COLD void cold_purger_poll(void)
     atomic_store_explicit(&purger_state, ok ? PURGER_RUNNING : PURGER_FAILED, memory_order_release);
 }
 
-HAK_COLD void cold_purger_after_fork_child(void)
+HAK_COLD void arena_purger_after_fork_child(void)
 {
     /* Only the forking thread survives: the child starts its own purger when it needs one. */
     atomic_store_explicit(&purger_state, PURGER_NONE, memory_order_relaxed);

@@ -1,8 +1,7 @@
 /* The class table and the region layout derived from it.
  * Region size per class is chosen so a region holds enough blocks to amortise its header. */
 #include <stdlib.h>
-#include "classes.h"
-#include "../region/span.h"
+#include "class.h"
 
 /* A tiny class's granule is the largest power of two dividing its size. */
 #define TINY(sz)         { .size = sz, .chunks = 1, .gshift = __builtin_ctz(sz), .tiny = 1, .default_route = ROUTE_TLIST }
@@ -11,7 +10,7 @@
 #define MID(k, m, ch)    { .size = (m) << ((k) - 2), .chunks = ch, .gshift = (k) - 2, .tiny = 0, .default_route = ROUTE_MID }
 #define DOUBLING(k, ch)  MID(k, 5, ch), MID(k, 6, ch), MID(k, 7, ch), MID(k, 8, ch)
 
-struct route_class route_classes[HAK_NCLASSES] = {
+struct size_class class_table[HAK_NCLASSES] = {
     /* below 64 B the steps stay 16-byte multiples (the alignment of every block of 16 B
      * and up): 8, 16, 32, 48, 64 */
     TINY(8), TINY(16), TINY(32), TINY(48), TINY(64),
@@ -32,24 +31,24 @@ struct route_class route_classes[HAK_NCLASSES] = {
     DOUBLING(17, 32),   /* 160 KiB .. 256 KiB in 2 MiB regions */
 };
 
-uint8_t route_slot_index[HAK_NCLASSES + 1];
-uint8_t route_slot_class[SLOT_NINDEX];
+uint8_t class_slot_index[HAK_NCLASSES + 1];
+uint8_t class_of_slot[SLOT_NINDEX];
 
 /* Tiny classes get shift + 32 x (classes before them with the same shift); the mid classes
  * and SLOT_CLASS_NONE the lowest indexes left. */
-static void route_slot_indexes_init(void)
+static void class_slot_indexes_init(void)
 {
     uint8_t taken[SLOT_NINDEX] = { 0 };
     unsigned next = 0;
     for (unsigned s = 0; s < SLOT_NINDEX; s++)
-        route_slot_class[s] = HAK_NCLASSES;
+        class_of_slot[s] = HAK_NCLASSES;
     /* Phase 100's spans: a live tag no class has, which frees tell apart with one compare */
     taken[SLOT_INDEX_SPAN] = 1;
-    route_slot_class[SLOT_INDEX_SPAN] = HAK_CLS_SPAN;
+    class_of_slot[SLOT_INDEX_SPAN] = HAK_CLS_SPAN;
     for (unsigned c = 0; c <= HAK_NCLASSES; c++) {
         unsigned s;
         if (c < HAK_NTINY) {
-            for (s = route_classes[c].gshift; taken[s]; s += 32)
+            for (s = class_table[c].gshift; taken[s]; s += 32)
                 ;
         } else {
             while (taken[next])
@@ -57,19 +56,20 @@ static void route_slot_indexes_init(void)
             s = next;
         }
         taken[s] = 1;
-        route_slot_index[c] = (uint8_t)s;
-        route_slot_class[s] = (uint8_t)c;
+        class_slot_index[c] = (uint8_t)s;
+        class_of_slot[s] = (uint8_t)c;
     }
 }
 
 /* Bytes a per-thread TLIST list may hold before it spills half back. */
 #define LIST_BYTES_MAX (128u * 1024u)
 
-void route_classes_init(void)
+/* header_bytes: a region header's size (the region layer's struct), which block 0 follows. */
+void class_table_init(size_t header_bytes)
 {
-    route_slot_indexes_init();
+    class_slot_indexes_init();
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        struct route_class *rc = &route_classes[c];
+        struct size_class *rc = &class_table[c];
         size_t rsize = (size_t)rc->chunks << HAK_CHUNK_SHIFT;
         size_t size = rc->size;
         /* Blocks start on the largest power of two dividing the size (capped at a
@@ -80,7 +80,7 @@ void route_classes_init(void)
         if (align < 16)
             align = size < 16 ? size : 16;
         size_t ntags = ((rsize >> rc->gshift) + 7) & ~(size_t)7;   /* whole words: region_home_take */
-        size_t off = (sizeof(struct region) + ntags + align - 1) & ~(align - 1);
+        size_t off = (header_bytes + ntags + align - 1) & ~(align - 1);
         rc->blocks_off = (uint32_t)off;
         rc->nblocks = (uint32_t)((rsize - off) / size);
         if (rc->nblocks > UINT16_MAX)      /* struct region counts blocks in 16 bits */
@@ -88,12 +88,12 @@ void route_classes_init(void)
         rc->ntags = (uint32_t)ntags;
         uint32_t cap = (uint32_t)(LIST_BYTES_MAX / size);
         /* Mid blocks get no thread cache: cached blocks pinned half-empty regions of
-         * every class a workload passed through (realloc: 12 of 55 MB at peak). */
+         * every class a workload passed through (a growing buffer's, most of all). */
         rc->cache_max = !rc->tiny ? 0 : cap < 4 ? 4 : cap > 256 ? 256 : cap;
     }
 }
 
-const char *route_name(int route)
+const char *class_route_name(int route)
 {
     switch (route) {
     case ROUTE_SLOTS: return "slots";

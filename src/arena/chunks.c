@@ -3,10 +3,10 @@
 #include <string.h>
 #include <time.h>
 #include <sys/uio.h>
-#include "arena.h"
-#include "os.h"
-#include "../common/attrs.h"
-#include "../route/classes.h"
+#include "chunks.h"
+#include "../common/common.h"
+#include "../class/class.h"
+#include "../os/os.h"
 
 #define ARENA_CHUNKS  1024u                 /* 64 MiB: one mapping serves many regions */
 #define ARENA_WORDS   (ARENA_CHUNKS / 64)
@@ -57,8 +57,8 @@ static unsigned bits_count(const uint64_t *w, unsigned i, unsigned n)
 /* First run of k set bits among the first nbits (bits beyond are 0); -1 if none.
  * Runs of up to 64 (every region, and most large blocks) are found a word at a time: over
  * the word and the next, bit p survives m &= m >> s for growing s while bits p .. p+k-1
- * are all set.  A fragmented arena's many short runs cost a take no more than its words
- * (frag: 34 M instructions in here, one by one). */
+ * are all set.  A fragmented arena's many short runs cost a take no more than its words,
+ * where a bit at a time cost one step each. */
 static int bits_find_run(const uint64_t *w, unsigned nbits, unsigned k)
 {
     if (k <= 64) {
@@ -159,8 +159,8 @@ static uint32_t arena_now_ms(void)
 }
 
 /* Runs waiting for their purge: gathered by a sweep and given back in one call, so the
- * kernel flushes the TLB once for all of them (a madvise each cost 60 us on a PVM guest,
- * most of it the flush).  Filled and emptied under the pool's lock. */
+ * kernel flushes the TLB once for all of them (a TLB flush is most of a madvise's cost on
+ * a virtual machine).  Filled and emptied under the pool's lock. */
 #define PURGE_BATCH 256u
 static struct iovec purge_runs[PURGE_BATCH];
 static unsigned purge_n;
@@ -277,8 +277,8 @@ HAK_COLD size_t arena_resident_free(void)
 
 /* How much freed memory may stay resident waiting out its delay: twice `retain`, or as
  * much as is in use when that is more.  An amount and a share of what is live, checked on
- * every release, so the bound holds when the process goes idle (DESIGN.md: jemalloc's
- * time-based decay keeps gigabytes in a sleeping process), while a program with a big
+ * every release, so the bound holds when the process goes idle (a time-based decay, as
+ * jemalloc's, keeps gigabytes in a sleeping process), while a program with a big
  * working set (the large benchmark's blocks) reuses what it frees instead of faulting it
  * back in. */
 static size_t arena_wait_max(size_t retain)

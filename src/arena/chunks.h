@@ -1,13 +1,13 @@
 /* Chunk arenas: big chunk-aligned mappings that every region is carved from, as a run of
  * free 64 KiB chunks; a released region's chunks coalesce with their free neighbours. */
-#ifndef HAK_COLD_ARENA_H
-#define HAK_COLD_ARENA_H
+#ifndef HAK_ARENA_CHUNKS_H
+#define HAK_ARENA_CHUNKS_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* All calls: the caller holds the region pool's lock (region_pool.c). */
+/* Internal to arena/: every call expects the pool's lock held (pool.c). */
 
 /* A run of `chunks` free chunks, preferring chunks whose pages are still resident (no
  * page faults) over purged or fresh ones; 0 when no arena has such a run.  *clean says

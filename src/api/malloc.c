@@ -5,8 +5,8 @@
 #ifndef HAK_OVERRIDE
 #define HAK_OVERRIDE 0
 #endif
-#include "../include/hakmem.h"
-#include "api/hot.h"
+#include "../../include/hakmem.h"
+#include "hot.h"
 
 /* Tiny sizes the inline slots missed: the TLIST route's per-thread list, else cold. */
 HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
@@ -24,7 +24,7 @@ HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
             return hot_tag_live(h, r, p);
         }
     }
-    return cold_malloc(h, n);
+    return heap_malloc_slow(h, n);
 }
 
 /* Mid sizes by class (Phase 100 off, and memalign's power-of-two sizes): mid classes keep
@@ -34,7 +34,7 @@ HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
  * ROUTE_NONE) is cold; `aligned` keeps the class there too, whatever the policy. */
 static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
 {
-    unsigned cls = route_class_of(n);
+    unsigned cls = class_of_size(n);
     struct region *r = h->regions[cls].cur;
     if (likely(r != NULL) && likely(route_of_class(&h->snap, cls) != ROUTE_NONE)) {
         void *p = region_home_pop(r);
@@ -47,7 +47,7 @@ static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
             return hot_tag_live(h, r, p);
         }
     }
-    return aligned ? cold_malloc_mid_class(h, n) : cold_malloc(h, n);
+    return aligned ? heap_malloc_class_slow(h, n) : heap_malloc_slow(h, n);
 }
 
 /* Mid sizes, out of line so malloc's hot code stays small: with Phase 100 from the
@@ -69,7 +69,7 @@ HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
 static void *canary_arm(void *p, size_t n)
 {
     unsigned b = region_map_get((uintptr_t)p);
-    if (p == NULL || n > HAK_MID_MAX - CANARY_EXTRA || b - 1u >= 0xFEu)
+    if (p == NULL || n > HAK_MID_MAX - CANARY_EXTRA || !region_map_is_region(b))
         return p;                        /* large blocks carry no canary */
     struct region *r = region_from_map((uintptr_t)p, b);
     uint64_t c = r->secret ^ (uintptr_t)p;
@@ -93,7 +93,7 @@ static size_t canary_size(struct region *r, void *p, const char *call)
         if (x == c && y == c)
             return n;
     }
-    cold_misuse(call, p, "heap overflow: bytes written past the end of the block", r->cls);
+    class_misuse(call, p, "heap overflow: bytes written past the end of the block", r->cls);
     return SIZE_MAX;
 }
 
@@ -103,7 +103,7 @@ static void *alloc_bytes(size_t n)
     if (n <= HAK_MID_MAX - CANARY_EXTRA)
         return canary_arm(hot_malloc(n + CANARY_EXTRA), n);
     if (n <= HAK_MID_MAX) {
-        cold_init();
+        init_process();
         return large_alloc(n, 0, 0);
     }
     return hot_malloc(n);
@@ -114,7 +114,7 @@ static void free_block(void *p)
     uintptr_t a = (uintptr_t)p;
     unsigned b = region_map_get(a);
     uint8_t *t;
-    if (b - 1u < 0xFEu) {
+    if (region_map_is_region(b)) {
         struct region *r = region_from_map(a, b);
         if (region_tag_check_live(r, a, &t) && canary_size(r, p, "free") == SIZE_MAX)
             return;                     /* refused: the block's neighbours may be damaged */
@@ -146,7 +146,7 @@ HAK_EXPORT void *hak_calloc(size_t nmemb, size_t size)
         return NULL;
     }
     if (n > HAK_MID_MAX) {
-        cold_init();
+        init_process();
         return large_alloc(n, 0, 1);
     }
     void *p = alloc_bytes(n);
@@ -161,7 +161,7 @@ static size_t block_usable(void *p, const char *call, size_t *room)
 {
     uintptr_t a = (uintptr_t)p;
     unsigned b = region_map_get(a);
-    if (b - 1u < 0xFEu) {
+    if (region_map_is_region(b)) {
         struct region *r = region_from_map(a, b);
         uint8_t *t;
         if (likely(region_tag_check_live(r, a, &t))) {
@@ -173,12 +173,12 @@ static size_t block_usable(void *p, const char *call, size_t *room)
             return bsize;
 #endif
         }
-        cold_report_block(call, r, a, *t);
+        region_report_block(call, r, a, *t);
         return SIZE_MAX;
     }
     size_t n = b == MAP_LARGE ? large_usable(p) : 0;
     if (n == 0) {
-        cold_misuse(call, p, "invalid pointer (not allocated by hakmem)", -1);
+        class_misuse(call, p, "invalid pointer (not allocated by hakmem)", -1);
         return SIZE_MAX;
     }
     *room = n;
@@ -191,7 +191,7 @@ static int span_realloc_in_place(void *p, size_t n)
 {
     uintptr_t a = (uintptr_t)p;
     unsigned b = region_map_get(a);
-    if (b - 1u >= 0xFEu)
+    if (!region_map_is_region(b))
         return 0;
     struct region *r = region_from_map(a, b);
     if (r->cls != HAK_CLS_SPAN)
@@ -261,7 +261,7 @@ static void *aligned_impl(size_t align, size_t n)
     }
     size_t s = (n < align ? align : n) + CANARY_EXTRA;
     if (s <= HAK_MID_MAX && align <= HAK_CHUNK_SIZE) {
-        /* Power-of-two classes are naturally aligned (route_classes_init); a span block
+        /* Power-of-two classes are naturally aligned (class_table_init); a span block
          * only to its granule. */
         s = s <= 8 ? 8 : (size_t)1 << (64 - __builtin_clzl(s - 1));
         if (s > HAK_TINY_MAX && s <= HAK_MID_MAX && align > SPAN_GRANULE)
@@ -269,7 +269,7 @@ static void *aligned_impl(size_t align, size_t n)
         if (s <= HAK_MID_MAX)
             return canary_arm(hot_malloc(s), n);
     }
-    cold_init();
+    init_process();
     return large_alloc(n, align, 0);
 }
 

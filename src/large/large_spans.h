@@ -1,7 +1,7 @@
 /* The free spans of large blocks: page ranges a freed large block left mapped (and resident),
  * kept by address so neighbours coalesce, carved best-fit, trimmed to a byte budget. */
-#ifndef HAK_COLD_LARGE_SPANS_H
-#define HAK_COLD_LARGE_SPANS_H
+#ifndef HAK_LARGE_SPANS_H
+#define HAK_LARGE_SPANS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,12 +1,15 @@
 /* Large and huge blocks: up to [large] arena_max, runs of arena chunks shared with the regions;
  * above, page-granular blocks carved from free spans (large_spans.c) or mapped from the OS. */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
-#include "cold.h"
-#include "os.h"
+#include "large.h"
 #include "large_reg.h"
 #include "large_spans.h"
-#include "../region/map.h"
+#include "../arena/arena.h"
+#include "../os/os.h"
+#include "../policy/policy.h"
+#include "../stats/stats.h"
 
 static pthread_mutex_t large_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -101,20 +104,20 @@ static void *large_alloc_chunks(size_t n, int zero)
 {
     unsigned chunks = (unsigned)(chunk_round(n) >> HAK_CHUNK_SHIFT);
     int clean;
-    uintptr_t a = region_pool_chunks(chunks, &clean);
+    uintptr_t a = arena_chunks_take(chunks, &clean);
     if (a == 0) {
         errno = ENOMEM;
         return NULL;
     }
     struct large_block b = { .ptr = a, .base = a, .maplen = (size_t)chunks << HAK_CHUNK_SHIFT, .arena = 1 };
     if (!region_map_set(a, b.maplen, MAP_LARGE, 0) || !large_register(&b)) {
-        region_pool_chunks_release(a, chunks);
+        arena_chunks_release(a, chunks);
         errno = ENOMEM;
         return NULL;
     }
     if (zero && !clean)
         memset((void *)a, 0, n);
-    cold_obs_large(1, b.maplen);
+    stats_large(1, b.maplen);
     return (void *)a;
 }
 
@@ -153,7 +156,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
         size_t z = b.base + dirty - b.ptr;
         memset((void *)b.ptr, 0, z < n ? z : n);
     }
-    cold_obs_large(1, b.base + b.maplen - b.ptr);
+    stats_large(1, b.base + b.maplen - b.ptr);
     return (void *)b.ptr;
 }
 
@@ -169,7 +172,7 @@ HAK_COLD int large_free(void *p, const char *call)
         b = *e;
         struct lspan s = { e->base, e->maplen };
         size_t cap = large_cap();
-        cold_obs_large(0, e->base + e->maplen - e->ptr);
+        stats_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
         if (b.arena)
             ;                           /* back to the arenas below, outside this lock */
@@ -183,10 +186,10 @@ HAK_COLD int large_free(void *p, const char *call)
     pthread_mutex_unlock(&large_mutex);
     large_unmap_all(drop, nd);
     if (b.arena)
-        region_pool_chunks_release(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT));
+        arena_chunks_release(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT));
     if (e == NULL) {
-        in_cache = in_cache || region_pool_chunk_free((uintptr_t)p);
-        cold_misuse(call, p, in_cache ? "double free" : "invalid pointer (not allocated by hakmem)",
+        in_cache = in_cache || arena_chunk_is_free((uintptr_t)p);
+        class_misuse(call, p, in_cache ? "double free" : "invalid pointer (not allocated by hakmem)",
                     in_cache ? HAK_NCLASSES : -1);      /* a class row past the last: "large block" */
         return 0;
     }
@@ -237,20 +240,20 @@ static void *large_realloc_chunks(struct large_block b, size_t n)
 {
     size_t want = chunk_round(n);       /* n <= PTRDIFF_MAX - OS_PAGE: no overflow */
     if (want < b.maplen) {
-        region_pool_chunks_release(b.base + want, (unsigned)((b.maplen - want) >> HAK_CHUNK_SHIFT));
+        arena_chunks_release(b.base + want, (unsigned)((b.maplen - want) >> HAK_CHUNK_SHIFT));
         b.maplen = want;
     } else if (want > b.maplen) {
         uintptr_t tail = b.base + b.maplen;
         size_t more = want - b.maplen;
         if (n <= policy_now()->large_arena_max
-            && region_pool_chunks_extend(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT),
+            && arena_chunks_extend(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT),
                                          (unsigned)(more >> HAK_CHUNK_SHIFT))) {
             if (region_map_set(tail, more, MAP_LARGE, 0)) {
                 b.maplen = want;
                 large_register(&b);     /* cannot fail: b's own entry was just removed */
                 return (void *)b.ptr;
             }
-            region_pool_chunks_release(tail, (unsigned)(more >> HAK_CHUNK_SHIFT));
+            arena_chunks_release(tail, (unsigned)(more >> HAK_CHUNK_SHIFT));
         }
         int err = errno;                /* the roomy try failing is not the caller's failure */
         void *q = large_alloc(large_grow_len(b.maplen, n), 0, 0);

@@ -1,15 +1,16 @@
 /* Whole regions moving between heaps, the chunk arenas and the OS: carving, releasing
  * (purging past the retained-memory cap), abandoning at thread exit and adopting. */
 #define _GNU_SOURCE                         /* pthread_cond_clockwait */
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
-#include "cold.h"
 #include "arena.h"
-#include "os.h"
-#include "../region/map.h"
-#include "../route/classes.h"
+#include "chunks.h"
+#include "../os/os.h"
+#include "../policy/policy.h"
+#include "../stats/stats.h"
 
-/* Empty regions go back to the chunk arenas (arena.c), which keep up to the policy's
+/* Empty regions go back to the chunk arenas (chunks.c), which keep up to the policy's
  * purge cap of free chunks resident and purge the rest. */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purge_cv = PTHREAD_COND_INITIALIZER;   /* the purger waits on it (Phase 99) */
@@ -18,24 +19,31 @@ static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];   /* by class, and the spans */
 static size_t abandoned_n;
 
-void region_pool_lock(void)
+void arena_pool_lock(void)
 {
     pthread_mutex_lock(&abandoned_mutex);
     pthread_mutex_lock(&pool_mutex);
 }
 
-void region_pool_unlock(void)
+void arena_pool_unlock(void)
 {
     pthread_mutex_unlock(&pool_mutex);
     pthread_mutex_unlock(&abandoned_mutex);
 }
 
-void region_pool_after_fork_child(void)
+void arena_pool_after_fork_child(void)
 {
     pthread_mutex_init(&pool_mutex, NULL);
     pthread_mutex_init(&abandoned_mutex, NULL);
     pthread_cond_init(&purge_cv, NULL);
     arena_after_fork_child();
+}
+
+static arena_donor_fn pool_donor;
+
+void arena_set_donor(arena_donor_fn fn)
+{
+    __atomic_store_n(&pool_donor, fn, __ATOMIC_RELEASE);
 }
 
 /* Phase 96 populates a fresh region only once this much is in use: a small program's
@@ -54,7 +62,8 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
         populate = populate && arena_in_use() >= POOL_POPULATE_MIN;
         pthread_mutex_unlock(&pool_mutex);
         /* Pages that would fault in: take a free large span's resident ones instead. */
-        if (r && *clean && large_donate(r, (size_t)chunks << HAK_CHUNK_SHIFT))
+        arena_donor_fn donor = __atomic_load_n(&pool_donor, __ATOMIC_ACQUIRE);
+        if (r && *clean && donor && donor(r, (size_t)chunks << HAK_CHUNK_SHIFT))
             *clean = 0;
         if (r && *clean && populate)
             os_populate((void *)r, (size_t)chunks << HAK_CHUNK_SHIFT);
@@ -76,20 +85,20 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
 
 /* Large blocks up to [large] arena_max are chunk runs too, so their pages and the
  * regions' are one pool under one purge policy (large.c keeps the registry). */
-HAK_COLD uintptr_t region_pool_chunks(unsigned chunks, int *clean)
+HAK_COLD uintptr_t arena_chunks_take(unsigned chunks, int *clean)
 {
     return pool_get(chunks, clean, 0);     /* a big block may be touched sparsely */
 }
 
 /* Runs of chunks (iov_len a multiple of a chunk) back to their arenas, under one lock. */
-HAK_COLD void region_pool_runs_release(const struct iovec *runs, unsigned n)
+HAK_COLD void arena_runs_release(const struct iovec *runs, unsigned n)
 {
     for (unsigned k = 0; k < n; k++)
         HAK_UNPOISON(runs[k].iov_base, runs[k].iov_len);
     const struct policy *p = policy_now();
     int phase99 = HAK_PHASE99 && p->phase99, purged = 0, due = 0;
     pthread_mutex_lock(&pool_mutex);
-    int running = phase99 && cold_purger_running();
+    int running = phase99 && arena_purger_running();
     for (unsigned k = 0; k < n; k++) {
         int r = arena_release((uintptr_t)runs[k].iov_base, (unsigned)(runs[k].iov_len >> HAK_CHUNK_SHIFT),
                               p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95, running);
@@ -103,18 +112,18 @@ HAK_COLD void region_pool_runs_release(const struct iovec *runs, unsigned n)
     int want = phase99 && !running && arena_resident_free() > p->purge_cap;
     pthread_mutex_unlock(&pool_mutex);
     if (purged)
-        cold_obs_region(1);
+        stats_region(1);
     if (want)
-        cold_purger_want();
+        arena_purger_want();
 }
 
-HAK_COLD void region_pool_chunks_release(uintptr_t a, unsigned chunks)
+HAK_COLD void arena_chunks_release(uintptr_t a, unsigned chunks)
 {
     struct iovec run = { (void *)a, (size_t)chunks << HAK_CHUNK_SHIFT };
-    region_pool_runs_release(&run, 1);
+    arena_runs_release(&run, 1);
 }
 
-HAK_COLD unsigned region_pool_purge_next(struct iovec *runs, unsigned max, int *batched)
+HAK_COLD unsigned arena_pool_purge_next(struct iovec *runs, unsigned max, int *batched)
 {
     pthread_mutex_lock(&pool_mutex);
     for (;;) {
@@ -141,14 +150,14 @@ HAK_COLD unsigned region_pool_purge_next(struct iovec *runs, unsigned max, int *
     }
 }
 
-HAK_COLD void region_pool_purge_done(const struct iovec *runs, unsigned n)
+HAK_COLD void arena_pool_purge_done(const struct iovec *runs, unsigned n)
 {
     pthread_mutex_lock(&pool_mutex);
     arena_purge_done(runs, n);
     pthread_mutex_unlock(&pool_mutex);
 }
 
-HAK_COLD int region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned more)
+HAK_COLD int arena_chunks_extend(uintptr_t a, unsigned chunks, unsigned more)
 {
     pthread_mutex_lock(&pool_mutex);
     int ok = arena_extend(a, chunks, more);
@@ -156,7 +165,7 @@ HAK_COLD int region_pool_chunks_extend(uintptr_t a, unsigned chunks, unsigned mo
     return ok;
 }
 
-HAK_COLD int region_pool_chunk_free(uintptr_t a)
+HAK_COLD int arena_chunk_is_free(uintptr_t a)
 {
     pthread_mutex_lock(&pool_mutex);
     int f = arena_chunk_free(a);
@@ -175,7 +184,7 @@ static uint64_t region_secret(uintptr_t r)
 
 /* A region's header and map bytes at a, laid out as rc says; its tags (rc->ntags bytes)
  * are cleared unless the memory reads as zero already. */
-static struct region *region_init(uintptr_t a, int clean, unsigned cls, const struct route_class *rc,
+static struct region *region_init(uintptr_t a, int clean, unsigned cls, const struct size_class *rc,
                                   unsigned live_tag, struct heap *h)
 {
     struct region *r = (struct region *)a;
@@ -200,7 +209,7 @@ static struct region *region_init(uintptr_t a, int clean, unsigned cls, const st
     r->next = r->prev = NULL;
     r->secret = region_secret(a);
     atomic_store(&r->owner, h);
-    cold_obs_region(0);
+    stats_region(0);
     HAK_POISON((char *)r + rc->blocks_off, len - rc->blocks_off);
     if (!region_map_set(a, len, 1, 1)) {
         region_map_clear(a, len);
@@ -210,9 +219,9 @@ static struct region *region_init(uintptr_t a, int clean, unsigned cls, const st
     return r;
 }
 
-HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
+HAK_COLD struct region *arena_region_take(unsigned cls, struct heap *h)
 {
-    const struct route_class *rc = &route_classes[cls];
+    const struct size_class *rc = &class_table[cls];
     int clean;
     /* Regions up to 128 KiB: one barely used costs little RSS populated, and their small
      * blocks would fault a page every few allocations. */
@@ -221,16 +230,16 @@ HAK_COLD struct region *region_pool_take(unsigned cls, struct heap *h)
     return a ? region_init(a, clean, cls, rc, TAG_LIVE(cls), h) : NULL;
 }
 
-/* Phase 100: a span's layout as a class row would give it (region/span.h): granules for
+/* Phase 100: a span's layout as a class row would give it (region/span_layout.h): granules for
  * blocks, tags and lengths for "tags". */
-static const struct route_class span_layout = {
+static const struct size_class span_layout = {
     .size = SPAN_GRANULE, .chunks = SPAN_CHUNKS, .gshift = SPAN_GSHIFT, .default_route = ROUTE_MID,
     .blocks_off = (uint32_t)SPAN_BLOCKS_OFF, .nblocks = SPAN_NGRAN, .ntags = SPAN_NGRAN * 3u,
 };
 
 /* A span for the caller to bin as one free run.  A heap that takes one has used up the
  * free runs of those it has, so in a big heap (Phase 96) its pages are faulted in at once. */
-HAK_COLD struct region *region_pool_take_span(struct heap *h)
+HAK_COLD struct region *arena_span_take(struct heap *h)
 {
     int clean;
     uintptr_t a = pool_get(SPAN_CHUNKS, &clean, HAK_PHASE96 && policy_now()->phase96);
@@ -238,16 +247,16 @@ HAK_COLD struct region *region_pool_take_span(struct heap *h)
 }
 
 /* An empty region leaves its heap: its chunks go back to their arena, purged past the retained cap. */
-HAK_COLD void region_pool_release(struct region *r)
+HAK_COLD void arena_region_release(struct region *r)
 {
     region_map_clear((uintptr_t)r, (size_t)r->chunks << HAK_CHUNK_SHIFT);
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
-    region_pool_chunks_release((uintptr_t)r, r->chunks);   /* unpoisons: any class may reuse them */
+    arena_chunks_release((uintptr_t)r, r->chunks);   /* unpoisons: any class may reuse them */
 }
 
 /* Thread exit: the region keeps its live blocks and waits for a new owner.
  * Frees arriving meanwhile go to its remote list, which the adopter collects. */
-HAK_COLD void region_abandon(struct region *r)
+HAK_COLD void arena_region_abandon(struct region *r)
 {
     atomic_store(&r->owner, NULL);
     pthread_mutex_lock(&abandoned_mutex);
@@ -260,7 +269,7 @@ HAK_COLD void region_abandon(struct region *r)
     pthread_mutex_unlock(&abandoned_mutex);
 }
 
-HAK_COLD struct region *region_adopt(unsigned cls, struct heap *h)
+HAK_COLD struct region *arena_region_adopt(unsigned cls, struct heap *h)
 {
     if (atomic_load_explicit(&abandoned[cls], memory_order_relaxed) == NULL)
         return NULL;

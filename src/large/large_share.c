@@ -1,13 +1,14 @@
 /* Resident free pages moving between the large free spans and the chunk arenas, so memory a
  * pool has freed serves the other one without page faults (mremap moves pages, no copy). */
-#include "cold.h"
-#include "os.h"
+#include "large.h"
 #include "large_spans.h"
+#include "../os/os.h"
+#include "../policy/policy.h"
 
 /* A fresh (non-resident) arena run of len bytes is about to be faulted in by a region:
  * move the pages of a free large span there instead.  Without this, a program whose large
- * blocks are freed before its mid blocks grow keeps both sets resident (the realloc
- * benchmark: 4 MiB vectors early in each round, strings late).  1: the run now holds
+ * blocks are freed before its mid blocks grow keeps both sets resident (bench/realloc.c:
+ * big vectors early in each round, strings late).  1: the run now holds
  * (stale) resident pages. */
 HAK_COLD int large_donate(uintptr_t dst, size_t len)
 {

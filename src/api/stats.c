@@ -1,87 +1,14 @@
-/* OBSERVE: folding the per-heap counters into a report (at exit, or by hak_stats_print),
- * plus the counters that belong to no heap: remote frees, large blocks, regions, live bytes. */
+/* The statistics half of the public API: the OBSERVE counters of every heap and the process
+ * totals as one struct (hak_stats_get), as a report (hak_stats_print), and at exit. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "../../include/hakmem.h"
-#include "cold.h"
-
-static _Atomic uint64_t obs_regions_mapped, obs_regions_purged;
-
-void cold_obs_region(int purged)
-{
-    atomic_fetch_add_explicit(purged ? &obs_regions_purged : &obs_regions_mapped, 1, memory_order_relaxed);
-}
+#include "../cold/cold.h"
+#include "../stats/stats.h"
 
 #if HAK_OBSERVE
-
-static pthread_mutex_t obs_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct heap_obs obs_retired;                 /* counters of heaps whose threads ended */
-static _Atomic uint64_t obs_remote[OBS_SLOTS];
-static _Atomic uint64_t obs_large_allocs, obs_large_frees;
-static _Atomic int64_t obs_live, obs_peak;
-
-static void obs_peak_update(int64_t live)
-{
-    int64_t peak = atomic_load_explicit(&obs_peak, memory_order_relaxed);
-    while (live > peak && !atomic_compare_exchange_weak(&obs_peak, &peak, live))
-        ;
-}
-
-static int64_t heap_live_bytes(const struct heap_obs *o)
-{
-    int64_t live = 0;
-    for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        live += (int64_t)(o->allocs[c] - o->frees[c]) * (int64_t)route_classes[c].size;
-    return live;
-}
-
-/* Adds what h allocated or freed since its last sync to the global live count: the
- * peak is sampled at cold-path entries, so it is exact to within one cache refill. */
-void cold_obs_sync(struct heap *h)
-{
-    if (!h->snap.observe)
-        return;
-    int64_t live = heap_live_bytes(&h->obs);
-    int64_t now = atomic_fetch_add(&obs_live, live - h->obs.live_synced) + live - h->obs.live_synced;
-    h->obs.live_synced = live;
-    obs_peak_update(now);
-}
-
-void cold_obs_remote_free(unsigned cls)
-{
-    if (!policy_now()->observe)
-        return;
-    atomic_fetch_add_explicit(&obs_remote[cls], 1, memory_order_relaxed);
-    int64_t now = atomic_fetch_sub(&obs_live, (int64_t)route_classes[cls].size);
-    (void)now;
-}
-
-void cold_obs_large(int is_alloc, size_t bytes)
-{
-    if (!policy_now()->observe)
-        return;
-    atomic_fetch_add_explicit(is_alloc ? &obs_large_allocs : &obs_large_frees, 1, memory_order_relaxed);
-    int64_t d = is_alloc ? (int64_t)bytes : -(int64_t)bytes;
-    obs_peak_update(atomic_fetch_add(&obs_live, d) + d);
-}
-
-void cold_obs_retire(struct heap *h)
-{
-    cold_obs_sync(h);
-    pthread_mutex_lock(&obs_mutex);
-    for (unsigned c = 0; c < OBS_SLOTS; c++) {
-        obs_retired.allocs[c] += h->obs.allocs[c];
-        obs_retired.frees[c] += h->obs.frees[c];
-        obs_retired.slot_hits[c] += h->obs.slot_hits[c];
-        obs_retired.overflows[c] += h->obs.overflows[c];
-        obs_retired.refills[c] += h->obs.refills[c];
-    }
-    /* the blocks this heap left live stay counted in obs_live through the retired counters */
-    memset(&h->obs, 0, sizeof h->obs);
-    pthread_mutex_unlock(&obs_mutex);
-}
 
 static void add_heap(struct heap *h, void *ctx)
 {
@@ -101,25 +28,27 @@ static void obs_collect(struct hak_stats *s)
     s->compiled_in = 1;
     s->enabled = policy_now()->observe;
     s->nclasses = HAK_NCLASSES + 1;
-    pthread_mutex_lock(&obs_mutex);
+    heap_obs_lock();
+    const struct heap_obs *retired = heap_obs_retired();
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        s->cls[c].allocs = obs_retired.allocs[c];
-        s->cls[c].frees = obs_retired.frees[c];
-        s->cls[c].slot_hits = obs_retired.slot_hits[c];
-        s->cls[c].overflows = obs_retired.overflows[c];
-        s->cls[c].refills = obs_retired.refills[c];
+        s->cls[c].allocs = retired->allocs[c];
+        s->cls[c].frees = retired->frees[c];
+        s->cls[c].slot_hits = retired->slot_hits[c];
+        s->cls[c].overflows = retired->overflows[c];
+        s->cls[c].refills = retired->refills[c];
     }
-    cold_heap_foreach(add_heap, s);
-    pthread_mutex_unlock(&obs_mutex);
+    heap_foreach(add_heap, s);
+    heap_obs_unlock();
+    struct stats_totals t;
+    stats_read(&t);
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        uint64_t remote = atomic_load(&obs_remote[c]);
-        s->cls[c].size = route_classes[c].size;
-        s->cls[c].remote_frees = remote;
-        s->cls[c].frees += remote;
+        s->cls[c].size = class_table[c].size;
+        s->cls[c].remote_frees = t.remote_frees[c];
+        s->cls[c].frees += t.remote_frees[c];
     }
-    s->cls[HAK_NCLASSES].allocs = atomic_load(&obs_large_allocs);
-    s->cls[HAK_NCLASSES].frees = atomic_load(&obs_large_frees);
-    int64_t live = atomic_load(&obs_live), peak = atomic_load(&obs_peak);
+    s->cls[HAK_NCLASSES].allocs = t.large_allocs;
+    s->cls[HAK_NCLASSES].frees = t.large_frees;
+    int64_t live = t.live, peak = t.peak;
     s->bytes_live = live > 0 ? (uint64_t)live : 0;
     s->bytes_peak = (uint64_t)(peak > live ? peak : live);
 }
@@ -130,11 +59,13 @@ HAK_EXPORT int hak_stats_get(struct hak_stats *s)
 {
     memset(s, 0, sizeof *s);
 #if HAK_OBSERVE
-    cold_init();
+    init_process();
     obs_collect(s);
 #endif
-    s->regions_mapped = atomic_load(&obs_regions_mapped);
-    s->regions_purged = atomic_load(&obs_regions_purged);
+    struct stats_totals t;
+    stats_read(&t);
+    s->regions_mapped = t.regions_mapped;
+    s->regions_purged = t.regions_purged;
     return s->compiled_in && s->enabled ? 0 : -1;
 }
 

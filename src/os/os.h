@@ -1,7 +1,7 @@
 /* The OS layer: every mmap, munmap, mremap and madvise hakmem makes goes through here.
  * Functions return NULL / nonzero on failure and never touch errno on success. */
-#ifndef HAK_COLD_OS_H
-#define HAK_COLD_OS_H
+#ifndef HAK_OS_H
+#define HAK_OS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* The large-block registry: open addressing with linear probing over a power-of-two table
  * mapped from the OS (never from malloc), grown at half full. */
 #include "large_reg.h"
-#include "os.h"
-#include "../common/attrs.h"
+#include "../common/common.h"
+#include "../os/os.h"
 
 static struct large_block *reg;
 static size_t reg_cap, reg_n;

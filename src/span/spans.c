@@ -1,8 +1,8 @@
 /* Spans (Phase 100) joining and leaving a heap: a new or adopted span when no free run
  * fits, an emptied one back to the arenas, and every span at thread exit. */
 #include <string.h>
-#include "cold.h"
-#include "../region/map.h"
+#include "span.h"
+#include "../arena/arena.h"
 
 static void span_list_add(struct heap *h, struct region *r)
 {
@@ -22,7 +22,7 @@ static void span_list_remove(struct heap *h, struct region *r)
  * pushed on an empty remote stack sets; taken before the stacks are, so a push this scan
  * misses sets it again): all of them are merged, so they are reused before fresh runs
  * are carved.  1 if any was. */
-HAK_COLD int cold_span_merge_pending(struct heap *h)
+HAK_COLD int span_merge_pending(struct heap *h)
 {
     if (!atomic_exchange(&h->span_remote, 0))
         return 0;
@@ -41,20 +41,20 @@ HAK_COLD int cold_span_merge_pending(struct heap *h)
 
 /* No free run fits: the quick cache is merged, else an abandoned span adopted, else a new
  * one taken from the arenas.  0: out of memory. */
-HAK_COLD int cold_span_refill(struct heap *h)
+HAK_COLD int span_refill(struct heap *h)
 {
     if (h->span.quick_bytes) {
         span_quick_flush(h);
         return 1;
     }
-    struct region *r = region_adopt(HAK_CLS_SPAN, h);
+    struct region *r = arena_region_adopt(HAK_CLS_SPAN, h);
     if (r != NULL) {
         span_list_add(h, r);
         span_link_runs(h, r);
         span_merge_remote(h, r);
         return 1;
     }
-    r = region_pool_take_span(h);
+    r = arena_span_take(h);
     if (r == NULL)
         return 0;
     span_list_add(h, r);
@@ -88,13 +88,13 @@ static void span_release(struct region *r)
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
     for (unsigned k = 0; k < n; k++)
         region_map_clear((uintptr_t)runs[k].iov_base, runs[k].iov_len);
-    region_pool_runs_release(runs, n);
+    arena_runs_release(runs, n);
 }
 
 /* r has nothing live left (its blocks, if any, are in the quick cache).  One such span
  * stays, so a loop that allocates and frees one block does not take and release a span
  * each time, and a small heap keeps what it caches; 1 if r is that one now. */
-HAK_COLD int cold_span_idle(struct heap *h, struct region *r)
+HAK_COLD int span_idle(struct heap *h, struct region *r)
 {
     struct region *kept = h->span.empty;
     if (kept == NULL || kept == r || kept->used != kept->nhome) {
@@ -106,9 +106,9 @@ HAK_COLD int cold_span_idle(struct heap *h, struct region *r)
 
 /* r's last block came back: the one idle span stays; a second goes back to the arenas,
  * its runs out of the bins first. */
-HAK_COLD void cold_span_emptied(struct heap *h, struct region *r)
+HAK_COLD void span_emptied(struct heap *h, struct region *r)
 {
-    if (cold_span_idle(h, r))
+    if (span_idle(h, r))
         return;
     uint16_t *len = span_len(r);
     for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN; g += len[g])
@@ -118,14 +118,14 @@ HAK_COLD void cold_span_emptied(struct heap *h, struct region *r)
     span_release(r);
 }
 
-/* r has just come down to SPAN_LEND_LIVE granules in live blocks (region/span.h): the whole
+/* r has just come down to SPAN_LEND_LIVE granules in live blocks (region/span_layout.h): the whole
  * chunks inside its free runs go back to the arenas, all under one lock; what is left of a
  * run on either side is a run of its own, with links at its end. */
-HAK_COLD void cold_span_lend(struct heap *h, struct region *r)
+HAK_COLD void span_lend(struct heap *h, struct region *r)
 {
     /* Within the arenas' own bound on what may wait, twice `retain`, the heap's spans keep
-     * their free runs (realloc's spans, coming down to little as its buffers outgrow them,
-     * faulted 6 % more pages when they lent). */
+     * their free runs (spans that come down to little as a program's buffers outgrow them
+     * faulted more pages when they lent). */
     if ((uint64_t)h->span.n * SPAN_CHUNKS * HAK_CHUNK_SIZE <= 2 * policy_now()->purge_cap)
         return;
     const uint32_t cg = HAK_CHUNK_SIZE >> SPAN_GSHIFT;
@@ -160,7 +160,7 @@ HAK_COLD void cold_span_lend(struct heap *h, struct region *r)
         g = next;
     }
     if (nruns)
-        region_pool_runs_release(runs, nruns);
+        arena_runs_release(runs, nruns);
 }
 
 /* Thread exit: blocks other threads freed are merged (or cached), then the cache is, while
@@ -168,7 +168,7 @@ HAK_COLD void cold_span_lend(struct heap *h, struct region *r)
  * each span goes to the arenas, or, with blocks still live, to the abandoned spans for
  * another heap to adopt.  (The cache last: a merge may cache, and a block cached here
  * once its span is abandoned would be handed out by this heap's next thread.) */
-HAK_COLD void cold_span_release_all(struct heap *h)
+HAK_COLD void span_release_all(struct heap *h)
 {
     struct region *r = h->span.list;
     for (unsigned i = h->span.n; i; i--) {
@@ -184,7 +184,7 @@ HAK_COLD void cold_span_release_all(struct heap *h)
         if (r->used == 0)
             span_release(r);
         else
-            region_abandon(r);
+            arena_region_abandon(r);
     }
     h->span.empty = NULL;
 }

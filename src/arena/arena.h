@@ -1,4 +1,4 @@
-/* The memory backend's contract: whole regions and runs of chunks taken from and given back
+/* The memory backend's contract: whole regions and extents of chunks taken from and given back
  * to the chunk arenas, the retained-memory cap and its purge, and the purger thread. */
 #ifndef HAK_ARENA_H
 #define HAK_ARENA_H
@@ -16,21 +16,21 @@ struct region *arena_span_take(struct heap *h);                   /* a new span 
 void  arena_region_release(struct region *r);                     /* an empty region goes back */
 void  arena_region_abandon(struct region *r);                     /* thread exit: live blocks in it */
 struct region *arena_region_adopt(unsigned cls, struct heap *h);  /* an abandoned one, or NULL */
-/* ... and runs of chunks for large blocks (no region header; the caller keeps the map) */
+/* ... and extents of chunks for large blocks (no region header; the caller keeps the map) */
 uintptr_t arena_chunks_take(unsigned chunks, int *clean);
 void  arena_chunks_release(uintptr_t a, unsigned chunks);
-void  arena_runs_release(const struct iovec *runs, unsigned n);   /* several, one lock */
+void  arena_extents_release(const struct iovec *extents, unsigned n);   /* several, one lock */
 int   arena_chunks_extend(uintptr_t a, unsigned chunks, unsigned more);   /* 1: grown in place */
 int   arena_chunk_is_free(uintptr_t a);                           /* a's chunk is free */
 void  arena_pool_lock(void);
 void  arena_pool_unlock(void);
-void  arena_pool_after_fork_child(void);   /* fresh locks; the purger's runs free again */
-/* Phase 99, for the purger: waits for runs due for purging and takes them out of the free
+void  arena_pool_after_fork_child(void);   /* fresh locks; the purger's extents free again */
+/* Phase 99, for the purger: waits for extents due for purging and takes them out of the free
  * ones (*batched: Phase 95 for them); then gives them back, purged. */
-unsigned arena_pool_purge_next(struct iovec *runs, unsigned max, int *batched);
-void  arena_pool_purge_done(const struct iovec *runs, unsigned n);
-/* A layer above with resident free pages of its own (the large blocks' free spans) may
- * lend them to a run of fresh chunks about to be faulted in: fn moves pages over
+unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched);
+void  arena_pool_purge_done(const struct iovec *extents, unsigned n);
+/* A layer above with resident free pages of its own (the large page cache) may
+ * lend them to an extent of fresh chunks about to be faulted in: fn moves pages over
  * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up. */
 typedef int (*arena_donor_fn)(uintptr_t dst, size_t len);
 void  arena_set_donor(arena_donor_fn fn);

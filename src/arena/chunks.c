@@ -1,4 +1,4 @@
-/* Chunk arenas: regions of every class are runs of chunks in a few big mappings, so a
+/* Chunk arenas: regions of every class are extents of chunks in a few big mappings, so a
  * region freed by one class is reused by any other, and the OS sees few mmap/munmap calls. */
 #include <string.h>
 #include <time.h>
@@ -181,13 +181,13 @@ static void purge_add(uintptr_t p, size_t len)
         purge_flush();
 }
 
-/* Where a sweep's runs go when the purger collects them (Phase 99): out of the free
- * bitmaps into the busy ones until it has purged them, so no taker sees a run before it
+/* Where a sweep's extents go when the purger collects them (Phase 99): out of the free
+ * bitmaps into the busy ones until it has purged them, so no taker sees an extent before it
  * reads as zero.  NULL: the sweep purges them itself. */
 static struct iovec *hand_out;
 static unsigned hand_max, hand_n;
 
-/* One run of a sweep: purged now, or handed out.  0 when the hand-out is full. */
+/* One extent of a sweep: purged now, or handed out.  0 when the hand-out is full. */
 static int sweep_run(struct arena *ar, unsigned i, unsigned n)
 {
     uintptr_t p = ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
@@ -207,7 +207,7 @@ static int sweep_run(struct arena *ar, unsigned i, unsigned n)
 }
 
 /* Purges free resident chunks released at least `delay` ms ago, in address order, until
- * at most `target` bytes stay resident; each run of such chunks is one entry of the
+ * at most `target` bytes stay resident; each extent of such chunks is one entry of the
  * batch.  Only chunks that have waited go, so what was freed last (and is likeliest to
  * be taken again) stays; delay 0 takes any. */
 static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
@@ -243,7 +243,7 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
     purge_flush();
 }
 
-/* The `more` chunks right after a's run of `chunks`, when all are free in the same arena:
+/* The `more` chunks right after a's extent of `chunks`, when all are free in the same arena:
  * taken (a large block grows in place).  1 on success. */
 HAK_COLD int arena_extend(uintptr_t a, unsigned chunks, unsigned more)
 {
@@ -315,7 +315,7 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
         os_purge((void *)a, size);
         return ARENA_PURGED;
     }
-    /* Past `retain`, a released run is purged once it has stayed free `delay` ms: memory
+    /* Past `retain`, a released extent is purged once it has stayed free `delay` ms: memory
      * freed and soon needed again (a program's working set moving between classes) is not
      * purged and faulted back in. */
     uint32_t now = delay ? arena_now_ms() : 0;
@@ -328,7 +328,7 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
         return 0;
     purge_batched = batched;
     /* arena_wait_max() bounds what waits.  Past it by an eighth, what has waited goes down
-     * to `retain`, then any run down to the bound: an eighth of the bound or more at a
+     * to `retain`, then any extent down to the bound: an eighth of the bound or more at a
      * time, so a program freeing its heap (frag's end) purges in a few sweeps, not one
      * call per region as it frees them.  `deferred`: the purger does it, unless it has
      * fallen so far behind that the freeing thread must. */
@@ -368,13 +368,13 @@ HAK_COLD unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t re
     return hand_n;
 }
 
-HAK_COLD void arena_purge_done(const struct iovec *runs, unsigned n)
+HAK_COLD void arena_purge_done(const struct iovec *extents, unsigned n)
 {
     for (unsigned k = 0; k < n; k++) {
-        uintptr_t a = (uintptr_t)runs[k].iov_base;
+        uintptr_t a = (uintptr_t)extents[k].iov_base;
         struct arena *ar = arena_of(a);
         unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
-        unsigned c = (unsigned)(runs[k].iov_len >> HAK_CHUNK_SHIFT);
+        unsigned c = (unsigned)(extents[k].iov_len >> HAK_CHUNK_SHIFT);
         bits_set(ar->busy, i, c, 0);
         bits_set(ar->free, i, c, 1);
         ar->nbusy -= c;

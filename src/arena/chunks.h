@@ -1,4 +1,4 @@
-/* Chunk arenas: big chunk-aligned mappings that every region is carved from, as a run of
+/* Chunk arenas: big chunk-aligned mappings that every region is carved from, as an extent of
  * free 64 KiB chunks; a released region's chunks coalesce with their free neighbours. */
 #ifndef HAK_ARENA_CHUNKS_H
 #define HAK_ARENA_CHUNKS_H
@@ -9,19 +9,19 @@
 
 /* Internal to arena/: every call expects the pool's lock held (pool.c). */
 
-/* A run of `chunks` free chunks, preferring chunks whose pages are still resident (no
- * page faults) over purged or fresh ones; 0 when no arena has such a run.  *clean says
- * the whole run reads as zero. */
+/* An extent of `chunks` free chunks, preferring chunks whose pages are still resident (no
+ * page faults) over purged or fresh ones; 0 when no arena has such an extent.  *clean says
+ * the whole extent reads as zero. */
 uintptr_t arena_take(unsigned chunks, int *clean);
 
 /* Gives a region's chunks back.  Their pages stay resident while the arenas' resident
  * free bytes are within `retain`; beyond that, chunks free for at least `delay` ms are
  * purged (in address order).  When more waits than an eighth past the bound (twice
  * `retain`, or what is in use if more), those that have waited go down to `retain` and
- * then any down to the bound, all at once (delay 0: every run past `retain` at once).
- * `batched` (Phase 95): each sweep's runs go back in one call.  `deferred` (Phase 99):
+ * then any down to the bound, all at once (delay 0: every extent past `retain` at once).
+ * `batched` (Phase 95): each sweep's extents go back in one call.  `deferred` (Phase 99):
  * the sweep is left to the purger thread (ARENA_SWEEP_DUE).  Purges happen under the
- * lock, or on runs taken out of the free ones, so no taker sees a run before it reads as
+ * lock, or on extents taken out of the free ones, so no taker sees an extent before it reads as
  * zero.  An arena left wholly free is
  * unmapped when the other arenas have at least as much free room. */
 int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, int batched, int deferred);
@@ -30,12 +30,12 @@ int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, 
 /* A deferred sweep runs on the freeing thread after all once this many times the bound waits. */
 #define ARENA_BEHIND    8u
 
-/* Phase 99, for the purger thread: the runs one sweep would purge (up to max), taken out
+/* Phase 99, for the purger thread: the extents one sweep would purge (up to max), taken out
  * of the free chunks until arena_purge_done() gives them back, now reading as zero.
  * *age_ms: when none is due yet but some will be, how long until then (else 0). */
 unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t retain, uint32_t delay, uint32_t *age_ms);
-void     arena_purge_done(const struct iovec *runs, unsigned n);
-/* In a fork child (no purger there): runs the purger held are free again, maybe resident. */
+void     arena_purge_done(const struct iovec *extents, unsigned n);
+/* In a fork child (no purger there): extents the purger held are free again, maybe resident. */
 void     arena_after_fork_child(void);
 
 /* Bytes of chunks in regions and large blocks. */
@@ -43,7 +43,7 @@ size_t arena_in_use(void);
 /* Bytes of free chunks whose pages may be resident. */
 size_t arena_resident_free(void);
 
-/* Takes the `more` chunks right after the run [a, a + chunks) if they are all free: 1. */
+/* Takes the `more` chunks right after the extent [a, a + chunks) if they are all free: 1. */
 int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);
 
 /* 1 when a lies in a free chunk of an arena. */

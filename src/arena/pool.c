@@ -61,7 +61,7 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
         uintptr_t r = arena_take(chunks, clean);
         populate = populate && arena_in_use() >= POOL_POPULATE_MIN;
         pthread_mutex_unlock(&pool_mutex);
-        /* Pages that would fault in: take a free large span's resident ones instead. */
+        /* Pages that would fault in: take the large page cache's resident ones instead (the donor). */
         arena_donor_fn donor = __atomic_load_n(&pool_donor, __ATOMIC_ACQUIRE);
         if (r && *clean && donor && donor(r, (size_t)chunks << HAK_CHUNK_SHIFT))
             *clean = 0;
@@ -83,7 +83,7 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
     }
 }
 
-/* Large blocks up to [large] arena_max are chunk runs too, so their pages and the
+/* Large blocks up to [large] arena_max are chunk extents too, so their pages and the
  * regions' are one pool under one purge policy (large.c keeps the registry). */
 HAK_COLD uintptr_t arena_chunks_take(unsigned chunks, int *clean)
 {
@@ -91,16 +91,16 @@ HAK_COLD uintptr_t arena_chunks_take(unsigned chunks, int *clean)
 }
 
 /* Runs of chunks (iov_len a multiple of a chunk) back to their arenas, under one lock. */
-HAK_COLD void arena_runs_release(const struct iovec *runs, unsigned n)
+HAK_COLD void arena_extents_release(const struct iovec *extents, unsigned n)
 {
     for (unsigned k = 0; k < n; k++)
-        HAK_UNPOISON(runs[k].iov_base, runs[k].iov_len);
+        HAK_UNPOISON(extents[k].iov_base, extents[k].iov_len);
     const struct policy *p = policy_now();
     int phase99 = HAK_PHASE99 && p->phase99, purged = 0, due = 0;
     pthread_mutex_lock(&pool_mutex);
     int running = phase99 && arena_purger_running();
     for (unsigned k = 0; k < n; k++) {
-        int r = arena_release((uintptr_t)runs[k].iov_base, (unsigned)(runs[k].iov_len >> HAK_CHUNK_SHIFT),
+        int r = arena_release((uintptr_t)extents[k].iov_base, (unsigned)(extents[k].iov_len >> HAK_CHUNK_SHIFT),
                               p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95, running);
         purged |= r == ARENA_PURGED;
         due |= r == ARENA_SWEEP_DUE;
@@ -119,17 +119,17 @@ HAK_COLD void arena_runs_release(const struct iovec *runs, unsigned n)
 
 HAK_COLD void arena_chunks_release(uintptr_t a, unsigned chunks)
 {
-    struct iovec run = { (void *)a, (size_t)chunks << HAK_CHUNK_SHIFT };
-    arena_runs_release(&run, 1);
+    struct iovec extent = { (void *)a, (size_t)chunks << HAK_CHUNK_SHIFT };
+    arena_extents_release(&extent, 1);
 }
 
-HAK_COLD unsigned arena_pool_purge_next(struct iovec *runs, unsigned max, int *batched)
+HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched)
 {
     pthread_mutex_lock(&pool_mutex);
     for (;;) {
         const struct policy *p = policy_now();
         uint32_t age;
-        unsigned n = arena_purge_collect(runs, max, p->purge_cap, p->purge_delay_ms, &age);
+        unsigned n = arena_purge_collect(extents, max, p->purge_cap, p->purge_delay_ms, &age);
         if (n) {
             *batched = HAK_PHASE95 && p->phase95;
             pthread_mutex_unlock(&pool_mutex);
@@ -150,10 +150,10 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *runs, unsigned max, int *b
     }
 }
 
-HAK_COLD void arena_pool_purge_done(const struct iovec *runs, unsigned n)
+HAK_COLD void arena_pool_purge_done(const struct iovec *extents, unsigned n)
 {
     pthread_mutex_lock(&pool_mutex);
-    arena_purge_done(runs, n);
+    arena_purge_done(extents, n);
     pthread_mutex_unlock(&pool_mutex);
 }
 

@@ -14,18 +14,18 @@
 enum { PURGER_NONE, PURGER_WANTED, PURGER_STARTING, PURGER_RUNNING, PURGER_FAILED };
 static _Atomic int purger_state;
 
-#define PURGER_BATCH 256u                   /* runs per sweep, as chunks.c batches its own */
+#define PURGER_BATCH 256u                   /* extents per sweep, as chunks.c batches its own */
 #define PURGER_STACK ((size_t)64 << 10)
 
 static void *purger_main(void *arg)
 {
     (void)arg;
-    struct iovec runs[PURGER_BATCH];
+    struct iovec extents[PURGER_BATCH];
     for (;;) {
         int batched;
-        unsigned n = arena_pool_purge_next(runs, PURGER_BATCH, &batched);
-        os_purge_many(runs, n, batched);
-        arena_pool_purge_done(runs, n);
+        unsigned n = arena_pool_purge_next(extents, PURGER_BATCH, &batched);
+        os_purge_many(extents, n, batched);
+        arena_pool_purge_done(extents, n);
     }
     return NULL;
 }

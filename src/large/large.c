@@ -1,11 +1,11 @@
-/* Large and huge blocks: up to [large] arena_max, runs of arena chunks shared with the regions;
- * above, page-granular blocks carved from free spans (large_spans.c) or mapped from the OS. */
+/* Large and huge blocks: up to [large] arena_max, extents of arena chunks shared with the regions;
+ * above, page-granular blocks carved from free ranges (large_cache.c) or mapped from the OS. */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include "large.h"
 #include "large_reg.h"
-#include "large_spans.h"
+#include "large_cache.h"
 #include "../arena/arena.h"
 #include "../os/os.h"
 #include "../policy/policy.h"
@@ -22,40 +22,40 @@ static size_t page_round(size_t n)
     return (n + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
 }
 
-/* The retention budget for free spans, whole pages. */
+/* The retention budget for free ranges, whole pages. */
 static size_t large_cap(void)
 {
     return (size_t)policy_now()->large_cache_bytes & ~(size_t)(OS_PAGE - 1);
 }
 
-static void large_unmap_all(const struct lspan *drop, unsigned n)
+static void large_unmap_all(const struct lrange *drop, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
         os_unmap((void *)drop[i].base, drop[i].len);
 }
 
-/* Back into the free spans (or to the OS if the budget says so).  Takes the lock. */
-static void large_release(struct lspan s)
+/* Back into the free ranges (or to the OS if the budget says so).  Takes the lock. */
+static void large_release(struct lrange s)
 {
-    struct lspan drop[LSPAN_MAX + 1];
+    struct lrange drop[LCACHE_MAX + 1];
     unsigned nd;
     pthread_mutex_lock(&large_mutex);
-    nd = lspan_put(s, large_cap(), drop);
+    nd = lcache_put(s, large_cap(), drop);
     pthread_mutex_unlock(&large_mutex);
     large_unmap_all(drop, nd);
 }
 
 /* The pages for a block of len bytes at `align`, preferring pages a freed block left
- * resident: the best-fitting free span, else the largest one grown by mremap (only its
+ * resident: the best-fitting free range, else the largest one grown by mremap (only its
  * new tail faults), else a fresh mapping.  *dirty: leading bytes that may hold old data. */
-static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
+static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty)
 {
-    struct lspan grow;
+    struct lrange grow;
     int found, growing = 0;
     pthread_mutex_lock(&large_mutex);
-    found = lspan_take(len, align, s);
+    found = lcache_take(len, align, s);
     if (!found && align <= OS_PAGE)
-        growing = lspan_take_largest(&grow);
+        growing = lcache_take_largest(&grow);
     pthread_mutex_unlock(&large_mutex);
     if (found) {
         *dirty = s->len;
@@ -64,7 +64,7 @@ static int large_pages(size_t len, size_t align, struct lspan *s, size_t *dirty)
     if (growing) {
         int e = errno;                  /* a refused mremap is not this malloc's failure */
         void *q = os_remap((void *)grow.base, grow.len, len);
-        if (q == NULL && (q = os_map(len)) != NULL)   /* the span crosses two kernel mappings: */
+        if (q == NULL && (q = os_map(len)) != NULL)   /* the range crosses two kernel mappings: */
             os_move_split((void *)grow.base, grow.len, q); /* its pages move piece by piece */
         errno = e;
         if (q) {
@@ -125,7 +125,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
 {
     if (align < 16)
         align = 16;
-    if (n == 0)                 /* a block owns at least a page: a zero-length span is no block */
+    if (n == 0)                 /* a block owns at least a page: a zero-length range is no block */
         n = 1;
     if (n > PTRDIFF_MAX - OS_PAGE || align > PTRDIFF_MAX - n - OS_PAGE) {
         errno = ENOMEM;
@@ -133,7 +133,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
     }
     if (align <= HAK_CHUNK_SIZE && n <= policy_now()->large_arena_max)
         return large_alloc_chunks(n, zero);
-    struct lspan s;
+    struct lrange s;
     size_t dirty;
     if (!large_pages(page_round(n), align, &s, &dirty))
         return NULL;
@@ -162,7 +162,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
 
 HAK_COLD int large_free(void *p, const char *call)
 {
-    struct lspan drop[LSPAN_MAX + 1];
+    struct lrange drop[LCACHE_MAX + 1];
     unsigned nd = 0;
     int in_cache = 0;
     struct large_block b = { 0 };
@@ -170,7 +170,7 @@ HAK_COLD int large_free(void *p, const char *call)
     struct large_block *e = large_reg_find((uintptr_t)p);
     if (e) {
         b = *e;
-        struct lspan s = { e->base, e->maplen };
+        struct lrange s = { e->base, e->maplen };
         size_t cap = large_cap();
         stats_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
@@ -179,9 +179,9 @@ HAK_COLD int large_free(void *p, const char *call)
         else if (s.len > cap / 2)       /* a block this big would flush the whole budget */
             drop[nd++] = s;
         else
-            nd = lspan_put(s, cap, drop);
+            nd = lcache_put(s, cap, drop);
     } else {
-        in_cache = lspan_contains((uintptr_t)p);
+        in_cache = lcache_contains((uintptr_t)p);
     }
     pthread_mutex_unlock(&large_mutex);
     large_unmap_all(drop, nd);
@@ -207,11 +207,11 @@ HAK_COLD size_t large_usable(void *p)
     return n;
 }
 
-/* Growing block b into the free span s (of the new length), whose pages are resident: b's
- * pages move over the span's head (no copy; piece by piece if b crosses kernel mappings),
+/* Growing block b into the free range s (of the new length), whose pages are resident: b's
+ * pages move over the range's head (no copy; piece by piece if b crosses kernel mappings),
  * its tail needs no fault; b's old range is left unmapped.  b is out of the registry; this
  * puts the result back. */
-static void *large_move_into(struct large_block b, struct lspan s)
+static void *large_move_into(struct large_block b, struct lrange s)
 {
     os_move_split((void *)b.base, b.maplen, (void *)s.base);
     b.base = b.ptr = s.base;
@@ -271,9 +271,9 @@ static void *large_realloc_chunks(struct large_block b, size_t n)
     return (void *)b.ptr;
 }
 
-/* Growing or shrinking a large block whose pointer starts its pages: into the free span
+/* Growing or shrinking a large block whose pointer starts its pages: into the free range
  * right after it when there is one (no copy, pages already there), else into the
- * best-fitting free span (pages moved, no fault), else mremap, which moves the pages
+ * best-fitting free range (pages moved, no fault), else mremap, which moves the pages
  * without copying and faults the new tail.  Returns NULL when none applies. */
 HAK_COLD void *large_realloc(void *p, size_t n)
 {
@@ -292,18 +292,18 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         pthread_mutex_unlock(&large_mutex);
         return large_realloc_chunks(b, n);
     }
-    if (len > e->maplen && lspan_take_after(e->base + e->maplen, len - e->maplen)) {
+    if (len > e->maplen && lcache_take_after(e->base + e->maplen, len - e->maplen)) {
         e->maplen = len;
         pthread_mutex_unlock(&large_mutex);
         return p;
     }
     struct large_block b = *e;
-    struct lspan s;
+    struct lrange s;
     size_t glen = large_grow_len(e->maplen, len);
-    int into_span = len > e->maplen && (lspan_take(glen, OS_PAGE, &s) || lspan_take(len, OS_PAGE, &s));
+    int into_range = len > e->maplen && (lcache_take(glen, OS_PAGE, &s) || lcache_take(len, OS_PAGE, &s));
     large_reg_remove(e);
     pthread_mutex_unlock(&large_mutex);
-    if (into_span)
+    if (into_range)
         return large_move_into(b, s);
     int err = errno;
     len = glen;
@@ -324,7 +324,7 @@ HAK_COLD void *large_realloc(void *p, size_t n)
 size_t large_cached_bytes(void)
 {
     pthread_mutex_lock(&large_mutex);
-    size_t n = lspan_bytes();
+    size_t n = lcache_bytes();
     pthread_mutex_unlock(&large_mutex);
     return n;
 }

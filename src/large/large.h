@@ -1,4 +1,4 @@
-/* Large and huge blocks, above the mid sizes: runs of arena chunks up to [large] arena_max,
+/* Large and huge blocks, above the mid sizes: extents of arena chunks up to [large] arena_max,
  * page-granular mappings above, with a registry of live blocks and a cache of freed pages. */
 #ifndef HAK_LARGE_H
 #define HAK_LARGE_H
@@ -15,8 +15,8 @@ void   large_lock(void);
 void   large_unlock(void);
 void   large_reset_lock(void);
 size_t large_cached_bytes(void);
-/* large_share.c: resident free pages between the large spans and the arenas; registered
+/* large_share.c: resident free pages between the large page cache and the arenas; registered
  * with arena_set_donor at start-up */
-int    large_donate(uintptr_t dst, size_t len);   /* 1: a free span's pages now back dst */
+int    large_donate(uintptr_t dst, size_t len);   /* 1: a free range's pages now back dst */
 
 #endif

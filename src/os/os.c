@@ -113,7 +113,7 @@ HAK_COLD void os_populate(void *p, size_t size)
 #define OS_PIDFD_SELF_PROCESS (-10001)
 
 /* 0 once the kernel has refused process_madvise for this process (older than 6.13, no
- * PIDFD_SELF, a seccomp filter): from then on every run is its own madvise. */
+ * PIDFD_SELF, a seccomp filter): from then on every extent is its own madvise. */
 static _Atomic int os_many_ok = 1;
 
 HAK_COLD void os_purge_many(struct iovec *v, unsigned n, int batched)
@@ -125,7 +125,7 @@ HAK_COLD void os_purge_many(struct iovec *v, unsigned n, int batched)
         if (r < 0) {
             atomic_store_explicit(&os_many_ok, 0, memory_order_relaxed);
         } else {
-            /* It may stop short; the runs it did not reach get one madvise each. */
+            /* It may stop short; the extents it did not reach get one madvise each. */
             size_t done = (size_t)r;
             for (; i < n && done >= v[i].iov_len; i++)
                 done -= v[i].iov_len;

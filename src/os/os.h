@@ -14,7 +14,7 @@ void *os_map(size_t size);                       /* zeroed, page-aligned, NULL o
 void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PAGE */
 void  os_unmap(void *p, size_t size);
 void  os_purge(void *p, size_t size);            /* give the pages back; they read as zero after */
-/* os_purge of n runs; `batched` (Phase 95): in one process_madvise call, so the kernel
+/* os_purge of n extents; `batched` (Phase 95): in one process_madvise call, so the kernel
  * flushes the TLB once for all of them (one madvise each where the kernel refuses). */
 void  os_purge_many(struct iovec *v, unsigned n, int batched);
 /* Faults the (zero) pages of [p, p+size) in with one call: each page the program then

@@ -116,7 +116,7 @@ void *region_tag_set_live_call(struct region *r, void *p);   /* returns p */
  * start (a region has at most 2^16 granules), and for any other offset a number with the
  * stray low bits on top, at least 2^(32 - gshift) >= 2^17 (gshift <= 15).  So one compare
  * against a constant checks the alignment and keeps the index inside the tags. */
-#define TAG_IDX_MAX (1u << 16)
+#define REGION_TAG_IDX_MAX (1u << 16)
 
 HAK_INLINE uint32_t region_tag_index(uint32_t off, unsigned gshift)
 {
@@ -130,7 +130,7 @@ HAK_TAG_INLINE int region_tag_check_live_at(struct region *r, uint32_t off, unsi
                                             unsigned live_tag, uint8_t **tagp)
 {
     uint32_t idx = region_tag_index(off, gshift);
-    if (unlikely(idx >= TAG_IDX_MAX)) {
+    if (unlikely(idx >= REGION_TAG_IDX_MAX)) {
         *tagp = &r->tags[0];                 /* a header granule: never live */
         return 0;
     }

@@ -63,7 +63,7 @@ HAK_COLD int span_refill(struct heap *h)
 }
 
 /* A span's chunks back to the arenas, but those it lent already (its TAG_LENT pseudo-
- * blocks), in as few runs as they allow, under one lock.  r is not read once they have gone. */
+ * blocks), in as few extents as they allow, under one lock.  r is not read once they have gone. */
 static void span_release(struct region *r)
 {
     const uint32_t cg = HAK_CHUNK_SIZE >> SPAN_GSHIFT;
@@ -72,23 +72,23 @@ static void span_release(struct region *r)
     for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN && r->span_lent; g += len[g])
         if (r->tags[g] == TAG_LENT)
             lent |= ((1u << (len[g] / cg)) - 1) << (g / cg);
-    struct iovec runs[SPAN_CHUNKS / 2 + 1];
+    struct iovec ext[SPAN_CHUNKS / 2 + 1];
     unsigned n = 0;
     for (unsigned c = 0; c < SPAN_CHUNKS;) {
         unsigned start = c;
         while (c < SPAN_CHUNKS && !(lent >> c & 1))
             c++;
         if (c > start) {
-            runs[n].iov_base = (char *)r + ((size_t)start << HAK_CHUNK_SHIFT);
-            runs[n++].iov_len = (size_t)(c - start) << HAK_CHUNK_SHIFT;
+            ext[n].iov_base = (char *)r + ((size_t)start << HAK_CHUNK_SHIFT);
+            ext[n++].iov_len = (size_t)(c - start) << HAK_CHUNK_SHIFT;
         }
         while (c < SPAN_CHUNKS && (lent >> c & 1))
             c++;
     }
     atomic_store_explicit(&r->owner, NULL, memory_order_relaxed);
     for (unsigned k = 0; k < n; k++)
-        region_map_clear((uintptr_t)runs[k].iov_base, runs[k].iov_len);
-    arena_runs_release(runs, n);
+        region_map_clear((uintptr_t)ext[k].iov_base, ext[k].iov_len);
+    arena_extents_release(ext, n);
 }
 
 /* r has nothing live left (its blocks, if any, are in the quick cache).  One such span
@@ -130,8 +130,8 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
         return;
     const uint32_t cg = HAK_CHUNK_SIZE >> SPAN_GSHIFT;
     uint16_t *len = span_len(r);
-    struct iovec runs[SPAN_CHUNKS / 2 + 1];
-    unsigned nruns = 0;
+    struct iovec ext[SPAN_CHUNKS / 2 + 1];
+    unsigned n_ext = 0;
     for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN;) {
         uint32_t n = len[g], next = g + n;  /* the run is split up, but the block after stays */
         uint32_t c0 = (g + cg - 1) / cg, c1 = (g + n) / cg;
@@ -154,13 +154,13 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
         len[lg] = (uint16_t)ln;
         r->span_avail = (uint16_t)(r->span_avail - ln);
         r->span_lent = (uint16_t)(r->span_lent + ln);
-        runs[nruns].iov_base = span_addr(r, lg);
-        runs[nruns++].iov_len = (size_t)ln << SPAN_GSHIFT;
+        ext[n_ext].iov_base = span_addr(r, lg);
+        ext[n_ext++].iov_len = (size_t)ln << SPAN_GSHIFT;
         region_map_clear((uintptr_t)span_addr(r, lg), (size_t)ln << SPAN_GSHIFT);
         g = next;
     }
-    if (nruns)
-        arena_runs_release(runs, nruns);
+    if (n_ext)
+        arena_extents_release(ext, n_ext);
 }
 
 /* Thread exit: blocks other threads freed are merged (or cached), then the cache is, while

@@ -1,6 +1,6 @@
 /* Unit tests of large blocks: alignment, usable size, memory back to the OS; blocks of the
  * arenas (growth in place, moves, shrinking, pages shared with regions), and with
- * [large] arena_max = 0 the free spans of mapped blocks (carving, coalescing, mremap). */
+ * [large] arena_max = 0 the free ranges of mapped blocks (carving, coalescing, mremap). */
 #include <check.h>
 #include "check_run.h"
 #include <errno.h>
@@ -70,14 +70,14 @@ START_TEST(test_large_aligned)
 }
 END_TEST
 
-/* A zero-byte block carved from a free span at its very start once had no pages at all:
+/* A zero-byte block carved from a free range at its very start once had no pages at all:
  * no map entry, so usable_size and free called it foreign (hardened builds send every
  * over-aligned request here). */
 START_TEST(test_large_zero_bytes_from_span)
 {
     void *big = large_alloc(2u << 20, 65536, 0);
     ck_assert_ptr_nonnull(big);
-    hak_free(big);                                  /* now a free span */
+    hak_free(big);                                  /* now a free range */
     void *p = large_alloc(0, 65536, 0);
     ck_assert_ptr_nonnull(p);
     ck_assert_uint_eq(region_map_get((uintptr_t)p), MAP_LARGE);
@@ -131,7 +131,7 @@ START_TEST(test_memory_returns)
     /* What stays is bounded by the two retention caps of the policy, plus slack for the
      * mid side: regions kept by the thread's mid caches (up to 128 KiB per class) and the
      * sanitizers' own memory.  The slack was 24 MiB while the large cache never filled
-     * (its 64-entry limit came first); the free spans now use their whole budget, and
+     * (its 64-entry limit came first); the free ranges now use their whole budget, and
      * the rest measures 25 MiB here, 33 MiB under ASan. */
     ck_assert_uint_le(large_cached_bytes(), policy_now()->large_cache_bytes);
     size_t keep = policy_now()->purge_cap + policy_now()->large_cache_bytes + ((size_t)40 << 20);
@@ -173,7 +173,7 @@ END_TEST
 
 START_TEST(test_span_grow_in_place)
 {
-    /* realloc into the free span right after the block: same pointer, contents kept,
+    /* realloc into the free range right after the block: same pointer, contents kept,
      * the span shrinks by what the block took. */
     size_t mb = 1 << 20;
     char *a = hak_malloc(4 * mb);
@@ -212,7 +212,7 @@ END_TEST
 
 START_TEST(test_span_budget_trims)
 {
-    /* Free spans beyond the budget go back to the OS, the stalest bytes first: the
+    /* Free ranges beyond the budget go back to the OS, the stalest bytes first: the
      * kept total never exceeds the budget, and what is kept is reused. */
     size_t mb = 1 << 20, cap = policy_now()->large_cache_bytes;
     enum { N = 40 };
@@ -234,7 +234,7 @@ END_TEST
 START_TEST(test_span_grow_into_best_fit)
 {
     /* The span after the block is taken by another block: realloc moves the block's
-     * pages over the best-fitting free span instead (contents kept, the span used up). */
+     * pages over the best-fitting free range instead (contents kept, the span used up). */
     size_t mb = 1 << 20;
     char *a = hak_malloc(4 * mb);
     hak_free(a);
@@ -258,7 +258,7 @@ END_TEST
 
 START_TEST(test_span_donated)
 {
-    /* A free span's resident pages move to a range that would otherwise fault (an arena
+    /* A free range's resident pages move to a range that would otherwise fault (an arena
      * run), data and all; the span shrinks by what it gave. */
     size_t mb = 1 << 20;
     char *a = hak_malloc(2 * mb);

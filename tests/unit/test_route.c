@@ -53,7 +53,7 @@ START_TEST(test_class_table_shape)
         ck_assert_uint_eq(rc->size % (1u << rc->gshift), 0);
         /* the tag check's constant bound: granule starts index below it, others above */
         ck_assert_uint_le(rc->gshift, 15);
-        ck_assert_uint_le(rsize >> rc->gshift, TAG_IDX_MAX);
+        ck_assert_uint_le(rsize >> rc->gshift, REGION_TAG_IDX_MAX);
         if (rc->size >= 16)
             ck_assert_uint_eq(rc->blocks_off % 16, 0);
     }

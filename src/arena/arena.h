@@ -29,6 +29,7 @@ void  arena_pool_after_fork_child(void);   /* fresh locks; the purger's extents 
  * ones (*batched: Phase 95 for them); then gives them back, purged. */
 unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched);
 void  arena_pool_purge_done(const struct iovec *extents, unsigned n);
+int   arena_pool_purger_idle(void);   /* test hook: the purger waits with no deadline */
 /* A layer above with resident free pages of its own (the large page cache) may
  * lend them to an extent of fresh chunks about to be faulted in: fn moves pages over
  * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up. */

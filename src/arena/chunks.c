@@ -1,5 +1,6 @@
 /* Chunk arenas: regions of every class are extents of chunks in a few big mappings, so a
  * region freed by one class is reused by any other, and the OS sees few mmap/munmap calls. */
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <sys/uio.h>
@@ -149,10 +150,22 @@ static struct arena *arena_of(uintptr_t a)
     return NULL;
 }
 
+/* A test may stop the clock, so that what it releases falls in one tick (arena_clock_set). */
+static _Atomic int clock_frozen;
+static _Atomic uint32_t clock_frozen_ms;
+
+void arena_clock_set(int frozen, uint32_t ms)
+{
+    atomic_store(&clock_frozen_ms, ms);
+    atomic_store(&clock_frozen, frozen);
+}
+
 /* Milliseconds from a coarse clock (a vDSO read, no syscall); wraps after 49 days, which
  * unsigned differences absorb. */
 static uint32_t arena_now_ms(void)
 {
+    if (unlikely(atomic_load_explicit(&clock_frozen, memory_order_relaxed)))
+        return atomic_load_explicit(&clock_frozen_ms, memory_order_relaxed);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
@@ -188,7 +201,7 @@ static struct iovec *hand_out;
 static unsigned hand_max, hand_n;
 
 /* One extent of a sweep: purged now, or handed out.  0 when the hand-out is full. */
-static int sweep_run(struct arena *ar, unsigned i, unsigned n)
+static int sweep_extent(struct arena *ar, unsigned i, unsigned n)
 {
     uintptr_t p = ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
     size_t len = (size_t)n << HAK_CHUNK_SHIFT;
@@ -236,7 +249,7 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
             bits_set(ar->dirty, i, j - i, 0);
             ar->ndirty -= j - i;
             resident_free -= (size_t)(j - i) << HAK_CHUNK_SHIFT;
-            more = sweep_run(ar, i, j - i);
+            more = sweep_extent(ar, i, j - i);
             i = j;
         }
     }

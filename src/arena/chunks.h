@@ -38,6 +38,9 @@ void     arena_purge_done(const struct iovec *extents, unsigned n);
 /* In a fork child (no purger there): extents the purger held are free again, maybe resident. */
 void     arena_after_fork_child(void);
 
+/* Test hook: with `frozen`, the arenas' clock reads `ms` until set again. */
+void arena_clock_set(int frozen, uint32_t ms);
+
 /* Bytes of chunks in regions and large blocks. */
 size_t arena_in_use(void);
 /* Bytes of free chunks whose pages may be resident. */

@@ -14,6 +14,11 @@
  * purge cap of free chunks resident and purge the rest. */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purge_cv = PTHREAD_COND_INITIALIZER;   /* the purger waits on it (Phase 99) */
+/* The purger sleeps with no deadline (nothing past `retain` was resident when it looked).
+ * A release that then brings more than `retain` must wake it: the arenas signal a due
+ * sweep at most once per tick, and one signalled while the purger was busy is lost, so
+ * the memory would stay resident in a program that goes idle.  Under pool_mutex. */
+static int purger_idle;
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];   /* by class, and the spans */
@@ -34,6 +39,7 @@ void arena_pool_unlock(void)
 void arena_pool_after_fork_child(void)
 {
     pthread_mutex_init(&pool_mutex, NULL);
+    purger_idle = 0;                        /* the purger did not come along */
     pthread_mutex_init(&abandoned_mutex, NULL);
     pthread_cond_init(&purge_cv, NULL);
     arena_after_fork_child();
@@ -105,7 +111,7 @@ HAK_COLD void arena_extents_release(const struct iovec *extents, unsigned n)
         purged |= r == ARENA_PURGED;
         due |= r == ARENA_SWEEP_DUE;
     }
-    if (due)
+    if (due || (purger_idle && arena_resident_free() > p->purge_cap))
         pthread_cond_signal(&purge_cv);
     /* More free memory than `retain` is resident: purges will come, so start the purger
      * (at the next safe point) before a program frees its heap in one go (frag's end). */
@@ -136,7 +142,9 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
             return n;
         }
         if (age == 0) {
+            purger_idle = 1;
             pthread_cond_wait(&purge_cv, &pool_mutex);
+            purger_idle = 0;
             continue;
         }
         /* Runs past `retain` are still young: purge them when they are due even if no
@@ -148,6 +156,14 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
         t.tv_nsec = (long)(ns % 1000000000u);
         pthread_cond_clockwait(&purge_cv, &pool_mutex, CLOCK_MONOTONIC, &t);
     }
+}
+
+int arena_pool_purger_idle(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+    int idle = purger_idle;
+    pthread_mutex_unlock(&pool_mutex);
+    return idle;
 }
 
 HAK_COLD void arena_pool_purge_done(const struct iovec *extents, unsigned n)

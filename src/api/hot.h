@@ -39,26 +39,11 @@ HAK_INLINE void *hot_tag_live(struct heap *h, struct region *r, void *p)
     return p;
 }
 
-/* Inline slots pop, by live tag: a class off the SLOTS route (or an invalidated Phase 91
- * entry, class SLOT_CLASS_NONE) has an empty array, whose top reads as the NULL sentinel,
- * so the pop needs no route check. */
-HAK_INLINE void *hot_slots_pop(struct heap *h, size_t t)
-{
-    void **top = HEAP_TOP(h, t);
-    void *p = *top;
-    if (likely(p != NULL)) {
-        HEAP_TOP(h, t) = top - 1;
-        OBS_INC(h, allocs, TAG_CLASS(t));
-        OBS_INC(h, slot_hits, TAG_CLASS(t));
-    }
-    return p;
-}
-
 /* A tiny request of the class with live tag t: a slot hit, or a miss (the TLIST route
  * included) out of line, so the hit keeps no state for it. */
 HAK_INLINE void *hot_malloc_tiny(struct heap *h, size_t n, size_t t)
 {
-    void *p = hot_slots_pop(h, t);
+    void *p = slots_pop(h, t);
     if (likely(p != NULL)) {
         HAK_IN_RET_REG(p);
         return hot_tag_live_tiny(h, p, t);
@@ -93,12 +78,8 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
     *tag = (uint8_t)TAG_FREE;
     HAK_POISON(ptr, r->bsize);
     OBS_INC(h, frees, TAG_CLASS(t));
-    void **top = HEAP_TOP(h, t) + 1;
-    if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(HEAP_LIM(h, t)))) {
-        *top = ptr;
-        HEAP_TOP(h, t) = top;
+    if (likely(slots_push(h, t, ptr)))
         return;
-    }
     if (t == TAG_LIVE_SPAN) {               /* Phase 100: merges with its free neighbours */
         span_free(h, r, ptr);
         return;

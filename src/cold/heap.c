@@ -34,18 +34,12 @@ static size_t heap_bytes(void)
 static void heap_snapshot_locked(struct heap *h)
 {
     policy_snapshot_build(&h->snap);
-    for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        __atomic_store_n(&h->slot_lim[SLOT_INDEX(c)], h->snap.route[c] == ROUTE_SLOTS
-                         ? &h->slot_items[c][h->snap.slots_cap] : NULL, __ATOMIC_RELAXED);
+    slots_set_limits(h);
 }
 
 static void heap_setup(struct heap *h)
 {
-    /* Empty caches (a reused heap was flushed): every top at its NULL sentinel. */
-    for (unsigned i = 0; i < SLOT_NINDEX; i++)
-        h->slot_top[i] = &h->slot_none;
-    for (unsigned c = 0; c < HAK_NTINY; c++)
-        h->slot_top[SLOT_INDEX(c)] = &h->slot_items[c][0];
+    slots_reset(h);                  /* a reused heap was flushed */
     pthread_mutex_lock(&heaps_mutex);
     h->live = 1;                     /* before the snapshot: publishers now see this heap */
     heap_snapshot_locked(h);

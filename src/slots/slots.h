@@ -147,6 +147,53 @@ HAK_INLINE void **slots_lim(struct heap *h, unsigned cls)
     return HAK_LOAD_RELAXED(h->slot_lim[SLOT_INDEX(cls)]);
 }
 
+/* Inline slots pop, by live tag: a class off the SLOTS route (or an invalidated Phase 91
+ * entry, class SLOT_CLASS_NONE) has an empty array, whose top reads as the NULL sentinel,
+ * so the pop needs no route check. */
+HAK_INLINE void *slots_pop(struct heap *h, size_t t)
+{
+    void **top = HEAP_TOP(h, t);
+    void *p = *top;
+    if (likely(p != NULL)) {
+        HEAP_TOP(h, t) = top - 1;
+        OBS_INC(h, allocs, TAG_CLASS(t));
+        OBS_INC(h, slot_hits, TAG_CLASS(t));
+    }
+    return p;
+}
+
+/* Inline slots push, by live tag: 0 when they are full, or the class has none (a NULL
+ * limit: no slots route, or a policy change for the owner to pick up). */
+HAK_INLINE int slots_push(struct heap *h, size_t t, void *p)
+{
+    void **top = HEAP_TOP(h, t) + 1;
+    if (likely((uintptr_t)top <= (uintptr_t)HAK_LOAD_RELAXED(HEAP_LIM(h, t)))) {
+        *top = p;
+        HEAP_TOP(h, t) = top;
+        return 1;
+    }
+    return 0;
+}
+
+/* Empty slots: every top at its NULL sentinel (item 0 of a tiny class's array, the shared
+ * slot_none for every other index). */
+HAK_INLINE void slots_reset(struct heap *h)
+{
+    for (unsigned i = 0; i < SLOT_NINDEX; i++)
+        h->slot_top[i] = &h->slot_none;
+    for (unsigned c = 0; c < HAK_NTINY; c++)
+        h->slot_top[SLOT_INDEX(c)] = &h->slot_items[c][0];
+}
+
+/* The limits the snapshot's routes and capacity give (caller: the heap lock, as a
+ * publisher may clear them meanwhile). */
+HAK_INLINE void slots_set_limits(struct heap *h)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        __atomic_store_n(&h->slot_lim[SLOT_INDEX(c)], h->snap.route[c] == ROUTE_SLOTS
+                         ? &h->slot_items[c][h->snap.slots_cap] : NULL, __ATOMIC_RELAXED);
+}
+
 /* Items cached and room, as numbers, for the cold paths and tests. */
 HAK_INLINE unsigned slots_count(const struct heap *h, unsigned cls)
 {

@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-1000000}
 shift || true
-lib=/usr/lib/x86_64-linux-gnu
+# The peers' libraries are in the multiarch folder: /usr/lib/x86_64-linux-gnu, /usr/lib/aarch64-linux-gnu...
+multiarch=$(gcc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || true)
+lib=/usr/lib${multiarch:+/$multiarch}
 specs=("$@")
 if [ ${#specs[@]} -eq 0 ]; then
   specs=("glibc=" "hakmem=$PWD/build/libhakmem.so")

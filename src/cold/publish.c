@@ -1,6 +1,7 @@
 /* Loading and publishing a policy: defaults <- INI <- environment, then a new epoch.
  * Publishing overwrites every live heap's snapshot routes with ROUTE_NONE, so each thread's
  * next malloc or free misses into the cold path and rebuilds its snapshot: that is the bound. */
+#define _GNU_SOURCE                         /* secure_getenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ HAK_COLD int policy_publish_file(const char *path, int env_quiet)
 /* HAKMEM_CONFIG, loaded once the core is up (iniparser allocates through us). */
 HAK_COLD void policy_publish_config(void)
 {
-    const char *path = getenv("HAKMEM_CONFIG");
+    const char *path = secure_getenv("HAKMEM_CONFIG");    /* as every setting (policy/env.c) */
     if (path && *path)
         policy_publish_file(path, 1);
 }

@@ -1,8 +1,10 @@
 /* The environment layer of the policy: HAKMEM_<KEY>=value overlays the INI file.
- * Runs during start-up before anything may allocate, so it uses getenv and stack buffers only. */
+ * Runs during start-up before anything may allocate, so it uses secure_getenv and stack buffers only. */
+#define _GNU_SOURCE                         /* secure_getenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include "policy.h"
 
 extern char **environ;
@@ -10,19 +12,21 @@ extern char **environ;
 static int apply_one(struct policy *p, enum policy_key_id k, unsigned cls, const char *var,
                      policy_report_fn report, void *ctx)
 {
-    const char *v = getenv(var);
+    /* A setuid or setgid program must not take its settings (an output file it would create)
+     * from whoever ran it: secure_getenv says nothing then, as glibc's tunables do. */
+    const char *v = secure_getenv(var);
     if (v == NULL)
         return 0;
     char line[384];
     const char *warn = NULL;
     const char *err = policy_set(p, k, cls, v, SRC_ENV, 0, &warn);
     if (err) {
-        snprintf(line, sizeof line, "%s=%s: %s; ignored", var, v, err);
+        snprintf(line, sizeof line, "error: %s=%s: %s; ignored", var, v, err);
         report(ctx, 1, line);
         return 1;
     }
     if (warn) {
-        snprintf(line, sizeof line, "%s=%s: %s", var, v, warn);
+        snprintf(line, sizeof line, "warning: %s=%s: %s", var, v, warn);
         report(ctx, 0, line);
     }
     return 0;
@@ -63,15 +67,16 @@ int policy_apply_env(struct policy *p, policy_report_fn report, void *ctx)
             errors += apply_one(p, (enum policy_key_id)k, 0, pk->env, report, ctx);
         }
     }
-    /* A misspelt variable would otherwise be silently ignored. */
-    for (char **e = environ; e && *e; e++) {
+    /* A misspelt variable would otherwise be silently ignored.  In secure mode every one is
+     * ignored, so none is worth a line. */
+    for (char **e = getauxval(AT_SECURE) ? NULL : environ; e && *e; e++) {
         if (strncmp(*e, "HAKMEM_", 7))
             continue;
         const char *eq = strchr(*e, '=');
         size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
         if (!env_known(*e, len)) {
             char line[256];
-            snprintf(line, sizeof line, "unknown variable %.*s; ignored (see `hakmem config list`)", (int)len, *e);
+            snprintf(line, sizeof line, "error: unknown variable %.*s; ignored (see `hakmem config list`)", (int)len, *e);
             report(ctx, 1, line);
             errors++;
         }

@@ -1,15 +1,19 @@
 /* The INI layer of the policy, read with iniparser.  A first pass over the text finds what
- * iniparser does not say: line numbers, repeated keys, unknown names, binary or oversized files. */
+ * iniparser does not say: line numbers, repeated keys, unknown names, binary or oversized files.
+ * Each problem is one line, `FILE:LINE: error: message` (or `warning:`), as compilers write them. */
+#define _GNU_SOURCE                         /* memfd_create */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <iniparser.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "policy.h"
@@ -52,10 +56,11 @@ static void say(struct ini_ctx *c, int is_error, uint32_t line, const char *fmt,
     for (char *m = msg; *m; m++)        /* text from the file must not forge a line */
         if ((unsigned char)*m < 32 || *m == 127)
             *m = '?';
+    const char *kind = is_error ? "error" : "warning";
     if (line)
-        snprintf(out, sizeof out, "%s:%u: %s", c->path, line, msg);
+        snprintf(out, sizeof out, "%s:%u: %s: %s", c->path, line, kind, msg);
     else
-        snprintf(out, sizeof out, "%s: %s", c->path, msg);
+        snprintf(out, sizeof out, "%s: %s: %s", c->path, kind, msg);
     c->report(c->rctx, is_error, out);
 }
 
@@ -63,7 +68,7 @@ static void say_dropped(struct ini_ctx *c)
 {
     if (c->lines > INI_MAX_REPORTS) {
         char out[600];
-        snprintf(out, sizeof out, "%s: %d more problem(s) not shown", c->path, c->lines - INI_MAX_REPORTS);
+        snprintf(out, sizeof out, "%s: error: %d more problem(s) not shown", c->path, c->lines - INI_MAX_REPORTS);
         c->report(c->rctx, 1, out);
     }
 }
@@ -136,9 +141,21 @@ static char *read_file(struct ini_ctx *c, size_t *len)
     return buf;
 }
 
-/* First pass: returns the number of file-level errors (syntax, binary); fills entries. */
+#define UTF8_BOM "\xef\xbb\xbf"
+
+/* Editors on some systems start a UTF-8 file with a byte order mark; it is no setting. */
+static size_t bom_len(const char *text, size_t len)
+{
+    return len >= 3 && !memcmp(text, UTF8_BOM, 3) ? 3 : 0;
+}
+
+/* First pass: returns the number of file-level errors (syntax, binary); fills entries.
+ * The first such error ends it: the file is not loaded, so later lines are not judged. */
 static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, unsigned *nent)
 {
+    size_t skip = bom_len(text, len);
+    text += skip;
+    len -= skip;
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)text[i];
         if (ch == 0 || (ch < 32 && ch != '\t' && ch != '\n' && ch != '\r')) {
@@ -146,7 +163,6 @@ static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, un
             return 1;
         }
     }
-    int fatal = 0;
     char section[32] = "";
     int section_known = 1;
     uint32_t lineno = 0;
@@ -163,10 +179,7 @@ static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, un
             char *rest = e ? trim(e + 1) : NULL;
             if (e == NULL || (*rest && *rest != ';' && *rest != '#')) {
                 say(c, 1, lineno, "syntax error: expected [section]; file not loaded, policy unchanged");
-                fatal++;
-                snprintf(section, sizeof section, "?");
-                section_known = 0;      /* its keys are not reported again */
-                continue;
+                return 1;
             }
             *e = 0;
             snprintf(section, sizeof section, "%s", trim(s + 1));
@@ -181,15 +194,13 @@ static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, un
         char *eq = strchr(s, '=');
         if (eq == NULL) {
             say(c, 1, lineno, "syntax error: expected key = value; file not loaded, policy unchanged");
-            fatal++;
-            continue;
+            return 1;
         }
         *eq = 0;
         char *key = trim(s);
         if (*key == 0) {
             say(c, 1, lineno, "syntax error: missing key before '='; file not loaded, policy unchanged");
-            fatal++;
-            continue;
+            return 1;
         }
         if (section[0] == 0) {
             say(c, 1, lineno, "%s is outside any [section]; ignored", key);
@@ -215,14 +226,15 @@ static int scan(struct ini_ctx *c, char *text, size_t len, struct entry *ent, un
         }
         for (unsigned j = 0; j < *nent; j++) {
             if (ent[j].known && ent[j].id == e->id && ent[j].cls == e->cls) {
-                say(c, 1, lineno, "[%s] %s is set again (first on line %u); the last value is used",
+                /* As git config, systemd and glibc's tunables: the last one wins. */
+                say(c, 0, lineno, "[%s] %s is set again (first on line %u); the last value is used",
                     section, key, ent[j].line);
                 ent[j].known = 0;
             }
         }
         (*nent)++;
     }
-    return fatal;
+    return 0;
 }
 
 int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report, void *rctx)
@@ -239,9 +251,27 @@ int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report
         free(text);
         return c.errors;
     }
+    /* iniparser takes a BOM for part of the first line: it reads a copy without it. */
+    int copy = -1;
+    char load_path[64];
+    size_t skip = bom_len(text, len);
+    if (skip) {
+        copy = memfd_create("hakmem-ini", MFD_CLOEXEC);
+        if (copy < 0 || write(copy, text + skip, len - skip) != (ssize_t)(len - skip)) {
+            say(&c, 1, 0, "cannot copy the file past its byte order mark: %s; policy unchanged", strerror(errno));
+            if (copy >= 0)
+                close(copy);
+            free(text);
+            free(ent);
+            return c.errors;
+        }
+        snprintf(load_path, sizeof load_path, "/proc/self/fd/%d", copy);
+    }
     int fatal = scan(&c, text, len, ent, &nent);
     free(text);
     if (fatal) {
+        if (copy >= 0)
+            close(copy);
         say_dropped(&c);
         free(ent);
         return c.errors;
@@ -249,8 +279,10 @@ int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report
     pthread_mutex_lock(&ini_mutex);
     ini_error[0] = 0;
     iniparser_set_error_callback(ini_error_cb);
-    dictionary *d = iniparser_load(path);
+    dictionary *d = iniparser_load(copy >= 0 ? load_path : path);
     iniparser_set_error_callback(NULL);
+    if (copy >= 0)
+        close(copy);
     if (d == NULL) {
         say(&c, 1, 0, "%s; policy unchanged", ini_error[0] ? ini_error : "iniparser could not load it");
         pthread_mutex_unlock(&ini_mutex);
@@ -286,7 +318,9 @@ int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report
     if (settings == 0 && c.errors == 0)
         say(&c, 0, 0, "no settings in the file; defaults in force");
     say_dropped(&c);
-    snprintf(q.file, sizeof q.file, "%s", path);
+    /* Absolute, so a report names the file wherever the program has gone since. */
+    char abs[PATH_MAX];
+    snprintf(q.file, sizeof q.file, "%.*s", (int)sizeof q.file - 1, realpath(path, abs) ? abs : path);
     policy_finalize(&q);
     *p = q;
     return c.errors;

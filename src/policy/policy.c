@@ -195,6 +195,8 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         if (k == PK_PHASE99) p->phase99 = (uint8_t)b;
         if (k == PK_PHASE100) p->phase100 = (uint8_t)b;
         if (k == PK_OBSERVE) p->observe = (uint8_t)b;
+        if (k == PK_STATS) p->stats = (uint8_t)b;
+        if (k == PK_VERBOSE) p->verbose = (uint8_t)b;
         break;
     case PT_UINT:
         if (!parse_uint(v, &u, 0) || u < key->lo || u > key->hi) {
@@ -268,6 +270,8 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
     case PK_PHASE99:        snprintf(buf, len, "%s", p->phase99 ? "on" : "off"); break;
     case PK_PHASE100:       snprintf(buf, len, "%s", p->phase100 ? "on" : "off"); break;
     case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
+    case PK_STATS:          snprintf(buf, len, "%s", p->stats ? "on" : "off"); break;
+    case PK_VERBOSE:        snprintf(buf, len, "%s", p->verbose ? "on" : "off"); break;
     case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
     case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
     case PK_PURGE_DELAY:    snprintf(buf, len, "%u", p->purge_delay_ms); break;

@@ -53,6 +53,8 @@ struct policy {
     uint8_t  phase99;                    /* read when chunks are released, not snapshotted */
     uint8_t  phase100;
     uint8_t  on_misuse_abort;
+    uint8_t  stats;                      /* [stats] enabled: the totals at exit */
+    uint8_t  verbose;                    /* [stats] verbose: the start-up report */
     uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
     uint32_t purge_delay_ms;             /* ... and how long more may wait past that */
     uint64_t large_cache_bytes;          /* free pages of large blocks on their own mappings */
@@ -106,7 +108,8 @@ const char *policy_suggest(const char *section, const char *key, char *buf, size
 int  policy_section_known(const char *section);
 const char *policy_suggest_section(const char *section);
 
-/* Problems found while loading, one line each (without the "hakmem: " prefix). */
+/* Problems found while loading, one line each, as `[FILE:LINE: ]error: message` (or
+ * `warning:`), without the "hakmem: " prefix the caller adds. */
 typedef void (*policy_report_fn)(void *ctx, int is_error, const char *line);
 
 /* Every effective setting as "section.key", its value, and where it came from

@@ -1,13 +1,16 @@
 /* The hakmem command line: checking and listing policies (`config`), and running a
- * program under the allocator (`run`); `ab` and `compare` hand over to tools/hakmem_bench.py. */
+ * program under the allocator (`run`); `ab` and `compare` hand over to tools/hakmem_bench.py.
+ * It links the policy layer only (no allocator, no constructor): HAKMEM_CONFIG and HAKMEM_*
+ * are what it judges, never settings of its own.  Every message: `hakmem: [FILE:LINE: ]error: ...`. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "policy/policy.h"
-#include "cold/cold.h"
+#include "hakmem_version.h"
 
 #ifndef HAKMEM_LIBDIR
 #define HAKMEM_LIBDIR ""
@@ -23,6 +26,19 @@
 #define HAKMEM_TOOL_BUILDDIR ""
 #endif
 
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The one message format: `hakmem: error: message`. */
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hakmem: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 static const char *type_name(enum policy_type t)
 {
     switch (t) {
@@ -37,23 +53,81 @@ static const char *type_name(enum policy_type t)
     return "?";
 }
 
-static int config_list(int markdown)
+static const char *key_default(const struct policy_key *pk)
 {
-    if (markdown) {
+    return pk->type == PT_ROUTE ? "from [slots]" : pk->def;
+}
+
+/* roff treats a leading dot or quote as a request and a backslash as an escape; a plain
+ * hyphen may become a typographic one, which breaks copied option names. */
+static void put_roff(const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", stdout);
+    for (; *s; s++) {
+        if (*s == '-')
+            fputs("\\-", stdout);
+        else if (*s == '\\')
+            fputs("\\e", stdout);
+        else
+            putchar(*s);
+    }
+}
+
+enum list_format { LIST_TEXT, LIST_MARKDOWN, LIST_MAN };
+
+static int config_list(enum list_format fmt)
+{
+    if (fmt == LIST_MARKDOWN) {
         printf("| INI | environment | type | default | Meson option | compiled in | what it does |\n");
         printf("|---|---|---|---|---|---|---|\n");
     }
+    /* Plain text: each column as wide as its widest cell, so the rows line up. */
+    int w_key = (int)strlen("INI"), w_env = (int)strlen("VARIABLE"), w_type = (int)strlen("TYPE");
+    int w_def = (int)strlen("DEFAULT"), w_meson = (int)strlen("MESON");
+    char name[96];
     for (unsigned k = 0; k < PK_COUNT; k++) {
         const struct policy_key *pk = &policy_keys[k];
-        const char *def = pk->type == PT_ROUTE ? "from [slots]" : pk->def;
+        int n = snprintf(name, sizeof name, "[%s] %s", pk->section, pk->key);
+        w_key = n > w_key ? n : w_key;
+        w_env = (int)strlen(pk->env) > w_env ? (int)strlen(pk->env) : w_env;
+        w_type = (int)strlen(type_name(pk->type)) > w_type ? (int)strlen(type_name(pk->type)) : w_type;
+        w_def = (int)strlen(key_default(pk)) > w_def ? (int)strlen(key_default(pk)) : w_def;
+        w_meson = (int)strlen(pk->meson) > w_meson ? (int)strlen(pk->meson) : w_meson;
+    }
+    if (fmt == LIST_TEXT)
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w_key, "INI", w_env, "VARIABLE", w_type, "TYPE",
+               w_def, "DEFAULT", w_meson, "MESON", "COMPILED", "WHAT IT DOES");
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
         const char *meson = *pk->meson ? pk->meson : "-";
         const char *in = pk->compiled ? "yes" : "no";
-        if (markdown)
-            printf("| `[%s] %s` | `%s` | %s | `%s` | %s | %s | %s |\n", pk->section, pk->key, pk->env,
-                   type_name(pk->type), def, meson, in, pk->help);
-        else
-            printf("[%s] %-12s %-24s %-12s default %-8s meson %-8s compiled %-3s  %s\n", pk->section,
-                   pk->key, pk->env, type_name(pk->type), def, meson, in, pk->help);
+        snprintf(name, sizeof name, "[%s] %s", pk->section, pk->key);
+        if (fmt == LIST_MARKDOWN) {
+            printf("| `%s` | `%s` | %s | `%s` | %s | %s | %s |\n", name, pk->env, type_name(pk->type),
+                   key_default(pk), meson, in, pk->help);
+        } else if (fmt == LIST_MAN) {
+            printf(".TP\n.BR \"");
+            put_roff(pk->env);
+            printf("\" \", INI \" \"");
+            put_roff(name);
+            printf("\"\n");
+            put_roff(pk->help);
+            printf(".\n");
+            printf("Type: ");
+            put_roff(type_name(pk->type));
+            printf("; default: ");
+            put_roff(key_default(pk));
+            if (*pk->meson) {
+                printf("; compiled in with the Meson option ");
+                put_roff(pk->meson);
+                printf(pk->compiled ? " (in this build)" : " (not in this build)");
+            }
+            printf(".\n");
+        } else {
+            printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w_key, name, w_env, pk->env, w_type,
+                   type_name(pk->type), w_def, key_default(pk), w_meson, meson, in, pk->help);
+        }
     }
     return 0;
 }
@@ -68,47 +142,54 @@ struct counts {
     int errors, warnings;
 };
 
+/* The loaders' lines come as `[FILE:LINE: ]error: message`: the tool adds its name. */
 static void report(void *ctx, int is_error, const char *line)
 {
     struct counts *c = ctx;
-    fprintf(stderr, "%s: %s\n", is_error ? "error" : "warning", line);
+    fprintf(stderr, "hakmem: %s\n", line);
     if (is_error)
         c->errors++;
     else
         c->warnings++;
 }
 
-/* Effective policy for FILE (defaults <- FILE <- environment), or every problem. */
+static int summary(const char *what, int errors, int warnings)
+{
+    if (errors)
+        fprintf(stderr, "hakmem: %s: error: %d error(s), %d warning(s)\n", what, errors, warnings);
+    return errors ? 1 : 0;
+}
+
+/* The effective policy FILE alone gives (defaults <- FILE), or every problem in it:
+ * the caller's HAKMEM_CONFIG and HAKMEM_* are not FILE's and do not count. */
 static int config_check(const char *path)
 {
     struct counts c = { 0, 0 };
     struct policy p;
-    init_core();
     policy_defaults(&p);
     int errors = policy_apply_ini(&p, path, report, &c);     /* counts what was not shown too */
-    if (p.file[0] == 0) {
-        fprintf(stderr, "%s: not loaded\n", path);
-        return 1;
+    if (p.file[0] == 0)
+        return 1;                       /* not loaded: the loader said why */
+    policy_describe(&p, print_setting, NULL);
+    return summary(path, errors, c.warnings);
+}
+
+/* What the library would run with here: defaults <- HAKMEM_CONFIG <- HAKMEM_*. */
+static int config_show(void)
+{
+    struct counts c = { 0, 0 };
+    struct policy p;
+    policy_defaults(&p);
+    const char *path = getenv("HAKMEM_CONFIG");
+    int errors = 0;
+    if (path && *path) {
+        errors += policy_apply_ini(&p, path, report, &c);
+        if (p.file[0] == 0)
+            return 1;
     }
     errors += policy_apply_env(&p, report, &c);
     policy_describe(&p, print_setting, NULL);
-    if (errors)
-        fprintf(stderr, "%s: %d error(s), %d warning(s)\n", path, errors, c.warnings);
-    return errors ? 1 : 0;
-}
-
-static int config_show(void)
-{
-    const char *path = getenv("HAKMEM_CONFIG");
-    if (path && *path)
-        return config_check(path);
-    struct counts c = { 0, 0 };
-    struct policy p;
-    init_core();
-    policy_defaults(&p);
-    policy_apply_env(&p, report, &c);
-    policy_describe(&p, print_setting, NULL);
-    return c.errors ? 1 : 0;
+    return summary(path && *path ? path : "environment", errors, c.warnings);
 }
 
 /* The library next to this executable (build tree) or in the install libdir. */
@@ -133,15 +214,32 @@ static const char *find_library(char *buf, size_t len)
     return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
+/* HAKMEM_CONFIG as an absolute path: the program may change directory, or start another
+ * program elsewhere, before the library reads it.  0 after reporting a file that is not there. */
+static int config_env_absolute(const char *path)
+{
+    char abs[4096];
+    if (realpath(path, abs) == NULL) {
+        fprintf(stderr, "hakmem: %s: error: cannot open: %s\n", path, strerror(errno));
+        return 0;
+    }
+    setenv("HAKMEM_CONFIG", abs, 1);
+    return 1;
+}
+
 static int run(int argc, char **argv)
 {
     int i = 0;
+    const char *config = getenv("HAKMEM_CONFIG");
     while (i < argc && strcmp(argv[i], "--") != 0) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-            setenv("HAKMEM_CONFIG", argv[i + 1], 1);
+            config = argv[i + 1];
             i += 2;
+        } else if (!strncmp(argv[i], "--config=", 9)) {
+            config = argv[i] + 9;
+            i++;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "hakmem run: unknown option %s\n", argv[i]);
+            fail("run: unknown option %s (see hakmem run --help)", argv[i]);
             return 2;
         } else {
             break;
@@ -150,12 +248,14 @@ static int run(int argc, char **argv)
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
     if (i >= argc) {
-        fprintf(stderr, "usage: hakmem run [--config FILE] -- PROGRAM [ARGS...]\n");
+        fail("run: no program to run (usage: hakmem run [--config FILE] [--] PROGRAM [ARGS...])");
         return 2;
     }
+    if (config && *config && !config_env_absolute(config))
+        return 1;
     char lib[4096];
     if (!find_library(lib, sizeof lib)) {
-        fprintf(stderr, "hakmem run: libhakmem.so not found next to %s or in %s\n", "this program", HAKMEM_LIBDIR);
+        fail("run: libhakmem.so not found next to this program or in %s", HAKMEM_LIBDIR);
         return 1;
     }
     const char *old = getenv("LD_PRELOAD");
@@ -166,8 +266,10 @@ static int run(int argc, char **argv)
         snprintf(preload, sizeof preload, "%s", lib);
     setenv("LD_PRELOAD", preload, 1);
     execvp(argv[i], argv + i);
-    fprintf(stderr, "hakmem run: %s: %s\n", argv[i], strerror(errno));
-    return 127;
+    /* As env(1) and sh: 127 for a program not found, 126 for one found but not run. */
+    int e = errno;
+    fail("run: %s: %s", argv[i], strerror(e));
+    return e == ENOENT || e == ENOTDIR ? 127 : 126;
 }
 
 /* Runs `python3 hakmem_bench.py ab|compare ARGS...`.  HAKMEM_BENCH_SCRIPT overrides the
@@ -212,35 +314,140 @@ static int bench_tool(int argc, char **argv)
     return 127;
 }
 
-static int usage(FILE *f)
+static const char usage_text[] =
+    "usage: hakmem COMMAND [ARGS...]\n"
+    "\n"
+    "  config check FILE        the effective policy FILE alone gives, or every problem in it\n"
+    "                           (exit 1 on errors); HAKMEM_CONFIG and HAKMEM_* are not applied\n"
+    "  config show              the effective policy from HAKMEM_CONFIG and the HAKMEM_* variables\n"
+    "  config list [--markdown | --man]\n"
+    "                           every policy key: INI name, variable, type, default, Meson option\n"
+    "  run [--config FILE | --config=FILE] [--] PROGRAM [ARGS...]\n"
+    "                           run a program with libhakmem.so preloaded (FILE, or HAKMEM_CONFIG,\n"
+    "                           passed on as an absolute path); exit 126: not executable, 127: not found\n"
+    "  ab [--bench NAME] [--runs N] [--warmup K] [--threshold PCT] [--build-dir DIR] [--csv FILE]\n"
+    "     [--timeout SECONDS] A B [-- BENCH_ARGS...]\n"
+    "                           A/B of two INI policies, .so files, build:DIR or glibc, with a verdict\n"
+    "  compare [--runs N] [--benches a,b] [--allocators a,b] [--bench-args NAME=ARGS]\n"
+    "          [--out DIR] [--build-dir DIR] [--pgo-build-dir DIR] [--no-pgo] [--timeout SECONDS]\n"
+    "                           every benchmark under glibc, mimalloc, jemalloc, tcmalloc,\n"
+    "                           hakmem Standard and FAST PGO\n"
+    "  help [COMMAND]           this text, or one command's\n"
+    "\n"
+    "  -h, --help               this text (also after any command: hakmem run --help)\n"
+    "  -V, --version            hakmem's version\n"
+    "\n"
+    "Library settings: HAKMEM_CONFIG=FILE, HAKMEM_STATS=1, HAKMEM_VERBOSE=1 and the variables\n"
+    "`hakmem config list` shows; see hakmem(1).\n";
+
+static const char usage_config[] =
+    "usage: hakmem config check FILE\n"
+    "       hakmem config show\n"
+    "       hakmem config list [--markdown | --man]\n"
+    "\n"
+    "  check FILE   the effective policy FILE alone gives (defaults <- FILE), or every problem\n"
+    "               in it, as `hakmem: FILE:LINE: error: message`; exit 1 on errors\n"
+    "  show         the policy the library would run with here: defaults <- HAKMEM_CONFIG <- HAKMEM_*\n"
+    "  list         every key: INI name, variable, type, default, Meson option, compiled in;\n"
+    "               --markdown as docs/POLICY.md's table, --man as hakmem(1)'s section\n";
+
+static const char usage_run[] =
+    "usage: hakmem run [--config FILE | --config=FILE] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with libhakmem.so preloaded (LD_PRELOAD).  FILE (or HAKMEM_CONFIG) is passed\n"
+    "on as an absolute path, so a program that changes directory still finds it.\n"
+    "Exit status: PROGRAM's; 126 when it cannot be run, 127 when it is not found;\n"
+    "1 when FILE or the library is missing; 2 on a usage error.\n";
+
+static int help_for(const char *cmd)
 {
-    fprintf(f,
-            "usage: hakmem config check FILE     effective policy for FILE, or every problem (exit 1)\n"
-            "       hakmem config show           effective policy from HAKMEM_CONFIG and HAKMEM_* variables\n"
-            "       hakmem config list [--markdown]  every policy key: INI, variable, default, Meson option\n"
-            "       hakmem run [--config FILE] -- PROGRAM [ARGS...]   run a program under hakmem\n"
-            "       hakmem ab [--bench NAME] [--runs N] [--warmup K] [--threshold PCT] [--build-dir DIR] [--csv FILE]\n"
-            "                 A B [-- BENCH_ARGS...]   A/B of two INI policies, .so files, build:DIR or glibc, with a verdict\n"
-            "       hakmem compare [--runs N] [--benches a,b] [--out DIR] [--build-dir DIR] [--pgo-build-dir DIR]\n"
-            "                 every benchmark under glibc, mimalloc, jemalloc, tcmalloc, hakmem Standard and FAST PGO\n");
-    return f == stdout ? 0 : 2;
+    if (cmd == NULL || !strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
+        fputs(usage_text, stdout);
+    else if (!strcmp(cmd, "config"))
+        fputs(usage_config, stdout);
+    else if (!strcmp(cmd, "run"))
+        fputs(usage_run, stdout);
+    else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V"))
+        fputs("usage: hakmem --version\n", stdout);
+    else {
+        fail("help: unknown command '%s' (hakmem --help lists them)", cmd);
+        return 2;
+    }
+    return 0;
+}
+
+static int is_help(const char *a)
+{
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+static int config_cmd(int argc, char **argv)
+{
+    if (argc < 1) {
+        fail("config: which one: check FILE, show or list? (hakmem config --help)");
+        return 2;
+    }
+    for (int i = 0; i < argc; i++)
+        if (is_help(argv[i]))
+            return help_for("config");
+    const char *sub = argv[0];
+    if (!strcmp(sub, "check")) {
+        if (argc != 2) {
+            fail("config check: expected one FILE (usage: hakmem config check FILE)");
+            return 2;
+        }
+        return config_check(argv[1]);
+    }
+    if (!strcmp(sub, "show")) {
+        if (argc != 1) {
+            fail("config show: unexpected argument %s", argv[1]);
+            return 2;
+        }
+        return config_show();
+    }
+    if (!strcmp(sub, "list")) {
+        if (argc == 1)
+            return config_list(LIST_TEXT);
+        if (argc == 2 && !strcmp(argv[1], "--markdown"))
+            return config_list(LIST_MARKDOWN);
+        if (argc == 2 && !strcmp(argv[1], "--man"))
+            return config_list(LIST_MAN);
+        fail("config list: unknown option %s (--markdown or --man)", argv[1]);
+        return 2;
+    }
+    fail("config: unknown subcommand '%s' (check, show or list)", sub);
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")))
-        return usage(stdout);
-    if (argc >= 3 && !strcmp(argv[1], "config")) {
-        if (!strcmp(argv[2], "check") && argc == 4)
-            return config_check(argv[3]);
-        if (!strcmp(argv[2], "show") && argc == 3)
-            return config_show();
-        if (!strcmp(argv[2], "list") && (argc == 3 || (argc == 4 && !strcmp(argv[3], "--markdown"))))
-            return config_list(argc == 4);
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return 2;
     }
-    if (argc >= 2 && !strcmp(argv[1], "run"))
+    const char *cmd = argv[1];
+    if (is_help(cmd))
+        return help_for(NULL);
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("hakmem %s\n", HAK_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help"))
+        return help_for(argc > 2 ? argv[2] : NULL);
+    if (!strcmp(cmd, "config"))
+        return config_cmd(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) {
+        /* --help only before the program: after it, the option is the program's */
+        for (int i = 2; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
+            if (is_help(argv[i]))
+                return help_for("run");
         return run(argc - 2, argv + 2);
-    if (argc >= 2 && (!strcmp(argv[1], "ab") || !strcmp(argv[1], "compare")))
+    }
+    if (!strcmp(cmd, "ab") || !strcmp(cmd, "compare"))
         return bench_tool(argc - 1, argv + 1);
-    return usage(stderr);
+    if (cmd[0] == '-')
+        fail("unknown option %s (hakmem --help lists the commands)", cmd);
+    else
+        fail("unknown command '%s' (hakmem --help lists the commands)", cmd);
+    return 2;
 }

@@ -30,6 +30,9 @@ void  arena_pool_after_fork_child(void);   /* fresh locks; the purger's extents 
 unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched);
 void  arena_pool_purge_done(const struct iovec *extents, unsigned n);
 int   arena_pool_purger_idle(void);   /* test hook: the purger waits with no deadline */
+/* malloc_trim: free chunks purged now, whatever their delay, until at most `pad` bytes of
+ * them stay resident; returns the bytes purged, and in *left what stays. */
+size_t arena_trim(size_t pad, size_t *left);
 /* A layer above with resident free pages of its own (the large page cache) may
  * lend them to an extent of fresh chunks about to be faulted in: fn moves pages over
  * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up. */

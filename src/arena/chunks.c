@@ -256,6 +256,14 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
     purge_flush();
 }
 
+HAK_COLD size_t arena_purge_now(size_t keep, int batched)
+{
+    size_t before = resident_free;
+    purge_batched = batched;
+    arena_sweep(arena_now_ms(), 0, keep);     /* delay 0: every chunk has waited long enough */
+    return before - resident_free;
+}
+
 /* The `more` chunks right after a's extent of `chunks`, when all are free in the same arena:
  * taken (a large block grows in place).  1 on success. */
 HAK_COLD int arena_extend(uintptr_t a, unsigned chunks, unsigned more)

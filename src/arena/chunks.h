@@ -41,6 +41,10 @@ void     arena_after_fork_child(void);
 /* Test hook: with `frozen`, the arenas' clock reads `ms` until set again. */
 void arena_clock_set(int frozen, uint32_t ms);
 
+/* malloc_trim: purges free resident chunks, whatever their age, until at most `keep` bytes
+ * stay resident.  Returns the bytes purged. */
+size_t arena_purge_now(size_t keep, int batched);
+
 /* Bytes of chunks in regions and large blocks. */
 size_t arena_in_use(void);
 /* Bytes of free chunks whose pages may be resident. */

@@ -24,6 +24,14 @@ static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];   /* by class, and the spans */
 static size_t abandoned_n;
 
+/* Every change of the arenas' bytes in use or free resident happens under the pool's lock:
+ * leaving it hands them to the statistics, so the totals cost nothing on the hot paths. */
+static void pool_unlock(void)
+{
+    stats_arena(arena_in_use(), arena_resident_free());
+    pthread_mutex_unlock(&pool_mutex);
+}
+
 void arena_pool_lock(void)
 {
     pthread_mutex_lock(&abandoned_mutex);
@@ -32,7 +40,7 @@ void arena_pool_lock(void)
 
 void arena_pool_unlock(void)
 {
-    pthread_mutex_unlock(&pool_mutex);
+    pool_unlock();
     pthread_mutex_unlock(&abandoned_mutex);
 }
 
@@ -66,7 +74,7 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
         pthread_mutex_lock(&pool_mutex);
         uintptr_t r = arena_take(chunks, clean);
         populate = populate && arena_in_use() >= POOL_POPULATE_MIN;
-        pthread_mutex_unlock(&pool_mutex);
+        pool_unlock();
         /* Pages that would fault in: take the large page cache's resident ones instead (the donor). */
         arena_donor_fn donor = __atomic_load_n(&pool_donor, __ATOMIC_ACQUIRE);
         if (r && *clean && donor && donor(r, (size_t)chunks << HAK_CHUNK_SHIFT))
@@ -81,7 +89,7 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
             return 0;
         pthread_mutex_lock(&pool_mutex);
         int ok = arena_add(m, n);
-        pthread_mutex_unlock(&pool_mutex);
+        pool_unlock();
         if (!ok) {
             os_unmap((void *)m, (size_t)n << HAK_CHUNK_SHIFT);
             return 0;
@@ -116,7 +124,7 @@ HAK_COLD void arena_extents_release(const struct iovec *extents, unsigned n)
     /* More free memory than `retain` is resident: purges will come, so start the purger
      * (at the next safe point) before a program frees its heap in one go (frag's end). */
     int want = phase99 && !running && arena_resident_free() > p->purge_cap;
-    pthread_mutex_unlock(&pool_mutex);
+    pool_unlock();
     if (purged)
         stats_region(1);
     if (want)
@@ -138,7 +146,7 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
         unsigned n = arena_purge_collect(extents, max, p->purge_cap, p->purge_delay_ms, &age);
         if (n) {
             *batched = HAK_PHASE95 && p->phase95;
-            pthread_mutex_unlock(&pool_mutex);
+            pool_unlock();
             return n;
         }
         if (age == 0) {
@@ -158,11 +166,23 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
     }
 }
 
+HAK_COLD size_t arena_trim(size_t pad, size_t *left)
+{
+    const struct policy *p = policy_now();
+    pthread_mutex_lock(&pool_mutex);
+    size_t purged = arena_purge_now(pad, HAK_PHASE95 && p->phase95);
+    *left = arena_resident_free();
+    pool_unlock();
+    if (purged)
+        stats_region(1);
+    return purged;
+}
+
 int arena_pool_purger_idle(void)
 {
     pthread_mutex_lock(&pool_mutex);
     int idle = purger_idle;
-    pthread_mutex_unlock(&pool_mutex);
+    pool_unlock();
     return idle;
 }
 
@@ -170,14 +190,14 @@ HAK_COLD void arena_pool_purge_done(const struct iovec *extents, unsigned n)
 {
     pthread_mutex_lock(&pool_mutex);
     arena_purge_done(extents, n);
-    pthread_mutex_unlock(&pool_mutex);
+    pool_unlock();
 }
 
 HAK_COLD int arena_chunks_extend(uintptr_t a, unsigned chunks, unsigned more)
 {
     pthread_mutex_lock(&pool_mutex);
     int ok = arena_extend(a, chunks, more);
-    pthread_mutex_unlock(&pool_mutex);
+    pool_unlock();
     return ok;
 }
 
@@ -185,7 +205,7 @@ HAK_COLD int arena_chunk_is_free(uintptr_t a)
 {
     pthread_mutex_lock(&pool_mutex);
     int f = arena_chunk_free(a);
-    pthread_mutex_unlock(&pool_mutex);
+    pool_unlock();
     return f;
 }
 

@@ -13,8 +13,15 @@
 
 static pthread_mutex_t large_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+/* The page cache changes only under the lock: leaving it hands its size to the statistics. */
+static void large_mutex_release(void)
+{
+    stats_large_cache(lcache_bytes());
+    pthread_mutex_unlock(&large_mutex);
+}
+
 void large_lock(void)   { pthread_mutex_lock(&large_mutex); }
-void large_unlock(void) { pthread_mutex_unlock(&large_mutex); }
+void large_unlock(void) { large_mutex_release(); }
 void large_reset_lock(void) { pthread_mutex_init(&large_mutex, NULL); }
 
 static size_t page_round(size_t n)
@@ -41,7 +48,7 @@ static void large_release(struct lrange s)
     unsigned nd;
     pthread_mutex_lock(&large_mutex);
     nd = lcache_put(s, large_cap(), drop);
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     large_unmap_all(drop, nd);
 }
 
@@ -56,7 +63,7 @@ static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty
     found = lcache_take(len, align, s);
     if (!found && align <= OS_PAGE)
         growing = lcache_take_largest(&grow);
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     if (found) {
         *dirty = s->len;
         return 1;
@@ -89,7 +96,7 @@ static int large_register(const struct large_block *b)
 {
     pthread_mutex_lock(&large_mutex);
     int ok = large_reg_insert(b);
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     return ok;
 }
 
@@ -183,7 +190,7 @@ HAK_COLD int large_free(void *p, const char *call)
     } else {
         in_cache = lcache_contains((uintptr_t)p);
     }
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     large_unmap_all(drop, nd);
     if (b.arena)
         arena_chunks_release(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT));
@@ -203,7 +210,7 @@ HAK_COLD size_t large_usable(void *p)
     struct large_block *e = large_reg_find((uintptr_t)p);
     if (e)
         n = e->base + e->maplen - e->ptr;
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     return n;
 }
 
@@ -283,18 +290,20 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     pthread_mutex_lock(&large_mutex);
     struct large_block *e = large_reg_find((uintptr_t)p);
     if (e == NULL || e->ptr != e->base) {
-        pthread_mutex_unlock(&large_mutex);
+        large_mutex_release();
         return NULL;
     }
     if (e->arena) {
         struct large_block b = *e;
         large_reg_remove(e);
-        pthread_mutex_unlock(&large_mutex);
+        large_mutex_release();
         return large_realloc_chunks(b, n);
     }
     if (len > e->maplen && lcache_take_after(e->base + e->maplen, len - e->maplen)) {
+        stats_large_block(-1, e->maplen, 1);
+        stats_large_block(1, len, 1);
         e->maplen = len;
-        pthread_mutex_unlock(&large_mutex);
+        large_mutex_release();
         return p;
     }
     struct large_block b = *e;
@@ -302,7 +311,7 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     size_t glen = large_grow_len(e->maplen, len);
     int into_range = len > e->maplen && (lcache_take(glen, OS_PAGE, &s) || lcache_take(len, OS_PAGE, &s));
     large_reg_remove(e);
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     if (into_range)
         return large_move_into(b, s);
     int err = errno;
@@ -321,10 +330,24 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     return q;
 }
 
+/* malloc_trim: the page cache down to `keep` bytes, now.  Returns the bytes unmapped. */
+HAK_COLD size_t large_trim(size_t keep)
+{
+    struct lrange drop[LCACHE_MAX + 1];
+    pthread_mutex_lock(&large_mutex);
+    unsigned nd = lcache_trim(keep & ~(size_t)(OS_PAGE - 1), drop);
+    large_mutex_release();
+    size_t bytes = 0;
+    for (unsigned i = 0; i < nd; i++)
+        bytes += drop[i].len;
+    large_unmap_all(drop, nd);
+    return bytes;
+}
+
 size_t large_cached_bytes(void)
 {
     pthread_mutex_lock(&large_mutex);
     size_t n = lcache_bytes();
-    pthread_mutex_unlock(&large_mutex);
+    large_mutex_release();
     return n;
 }

@@ -109,6 +109,12 @@ HAK_COLD unsigned lcache_put(struct lrange s, size_t cap, struct lrange *drop)
     ranges[range_n].stamp = ++range_clock;
     range_n++;
     range_bytes += s.len;
+    return nd + lcache_trim(cap, drop + nd);
+}
+
+HAK_COLD unsigned lcache_trim(size_t cap, struct lrange *drop)
+{
+    unsigned nd = 0;
     /* Over budget: give back the stalest bytes.  A partial trim keeps the range's head,
      * which is what the next carve takes. */
     while (range_bytes > cap) {

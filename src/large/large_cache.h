@@ -35,6 +35,9 @@ int      lcache_take_after(uintptr_t end, size_t more);
  * tail of one). */
 unsigned lcache_put(struct lrange s, size_t cap, struct lrange *drop);
 
+/* Trim the set to `cap` bytes, the least recently freed first (malloc_trim; lcache_put). */
+unsigned lcache_trim(size_t cap, struct lrange *drop);
+
 int      lcache_contains(uintptr_t p);   /* p lies inside a free range */
 size_t   lcache_bytes(void);
 

@@ -3,6 +3,7 @@
 #include "large_reg.h"
 #include "../common/common.h"
 #include "../os/os.h"
+#include "../stats/stats.h"
 
 static struct large_block *reg;
 static size_t reg_cap, reg_n;
@@ -50,6 +51,7 @@ HAK_COLD int large_reg_insert(const struct large_block *b)
         j = (j + 1) & (reg_cap - 1);
     reg[j] = *b;
     reg_n++;
+    stats_large_block(1, b->maplen, !b->arena);    /* every live block passes here */
     return 1;
 }
 
@@ -57,6 +59,7 @@ HAK_COLD int large_reg_insert(const struct large_block *b)
 HAK_COLD void large_reg_remove(struct large_block *e)
 {
     size_t i = (size_t)(e - reg);
+    stats_large_block(-1, e->maplen, !e->arena);
     for (size_t j = (i + 1) & (reg_cap - 1); reg[j].ptr; j = (j + 1) & (reg_cap - 1)) {
         size_t h = lreg_hash(reg[j].ptr);
         if (((j - h) & (reg_cap - 1)) >= ((j - i) & (reg_cap - 1))) {

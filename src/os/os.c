@@ -11,6 +11,18 @@
 #include "os.h"
 #include "../common/common.h"
 
+static _Atomic size_t os_mapped, os_purged;
+
+size_t os_mapped_bytes(void)
+{
+    return atomic_load_explicit(&os_mapped, memory_order_relaxed);
+}
+
+size_t os_purged_bytes(void)
+{
+    return atomic_load_explicit(&os_purged, memory_order_relaxed);
+}
+
 static _Atomic long os_fail_countdown = -1;
 static _Atomic int os_fail_one;         /* the failure is a single call, not an outage */
 
@@ -53,6 +65,7 @@ HAK_COLD void *os_map(size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    atomic_fetch_add_explicit(&os_mapped, size, memory_order_relaxed);
     return p;
 }
 
@@ -80,7 +93,8 @@ HAK_COLD void *os_map_aligned(size_t size, size_t align)
 HAK_COLD void os_unmap(void *p, size_t size)
 {
     int e = errno;
-    munmap(p, size);
+    if (munmap(p, size) == 0)
+        atomic_fetch_sub_explicit(&os_mapped, size, memory_order_relaxed);
     errno = e;
 }
 
@@ -88,6 +102,7 @@ HAK_COLD void os_purge(void *p, size_t size)
 {
     int e = errno;
     madvise(p, size, MADV_DONTNEED);
+    atomic_fetch_add_explicit(&os_purged, size, memory_order_relaxed);
     errno = e;
 }
 
@@ -120,6 +135,10 @@ HAK_COLD void os_purge_many(struct iovec *v, unsigned n, int batched)
 {
     int e = errno;
     unsigned i = 0;
+    size_t total = 0;
+    for (unsigned k = 0; k < n; k++)
+        total += v[k].iov_len;
+    atomic_fetch_add_explicit(&os_purged, total, memory_order_relaxed);
     if (batched && atomic_load_explicit(&os_many_ok, memory_order_relaxed)) {
         long r = syscall(SYS_process_madvise, OS_PIDFD_SELF_PROCESS, v, (size_t)n, MADV_DONTNEED, 0u);
         if (r < 0) {
@@ -162,6 +181,7 @@ HAK_COLD void *os_remap(void *p, size_t old_size, size_t new_size)
         errno = ENOMEM;
         return NULL;
     }
+    atomic_fetch_add_explicit(&os_mapped, new_size - old_size, memory_order_relaxed);   /* wraps down */
     return q;
 }
 
@@ -170,6 +190,8 @@ HAK_COLD int os_move(void *src, size_t size, void *dst)
     int e = errno;
     void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
     errno = e;                          /* a refused move is never the caller's failure */
+    if (q == dst)                       /* src is gone; dst was mapped before and stays */
+        atomic_fetch_sub_explicit(&os_mapped, size, memory_order_relaxed);
     return q == dst;
 }
 

@@ -30,6 +30,11 @@ int   os_move(void *src, size_t size, void *dst);
  * piece lies in one mapping (a page the kernel still refuses is copied and unmapped). */
 void  os_move_split(void *src, size_t size, void *dst);
 
+/* Bytes of every mapping made here and not unmapped, and bytes purged since start: relaxed
+ * counters bumped beside each system call (the statistics' totals read them). */
+size_t os_mapped_bytes(void);
+size_t os_purged_bytes(void);
+
 /* Test hook: after `n` more successful calls, every call fails (n < 0: never). */
 void  os_fail_after(long n);
 /* Test hook: after `n` more successful calls, exactly one call fails. */

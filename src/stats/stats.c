@@ -1,10 +1,53 @@
 /* The process-wide counters: relaxed atomics, bumped on cold paths only, read by
- * hak_stats_get (api/stats.c). */
+ * hak_stats_get and the totals' report (api/stats.c). */
 #include <stdatomic.h>
 #include "stats.h"
+#include "../os/os.h"
 #include "../policy/policy.h"
 
 static _Atomic uint64_t stats_regions_mapped, stats_regions_purged;
+static _Atomic uint64_t stats_arena_used, stats_arena_free, stats_lcache;
+static _Atomic uint64_t stats_large_n, stats_large_total, stats_large_own;
+static _Atomic uint64_t stats_peak_resident;
+
+/* Sampled at every change of what it sums, so the peak is exact up to racing updaters. */
+static void stats_peak_update(void)
+{
+    uint64_t r = atomic_load_explicit(&stats_arena_used, memory_order_relaxed)
+               + atomic_load_explicit(&stats_arena_free, memory_order_relaxed)
+               + atomic_load_explicit(&stats_large_own, memory_order_relaxed)
+               + atomic_load_explicit(&stats_lcache, memory_order_relaxed);
+    uint64_t peak = atomic_load_explicit(&stats_peak_resident, memory_order_relaxed);
+    while (r > peak && !atomic_compare_exchange_weak_explicit(&stats_peak_resident, &peak, r,
+                                                              memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+void stats_arena(size_t in_use, size_t resident_free)
+{
+    atomic_store_explicit(&stats_arena_used, in_use, memory_order_relaxed);
+    atomic_store_explicit(&stats_arena_free, resident_free, memory_order_relaxed);
+    stats_peak_update();
+}
+
+void stats_large_block(int delta, size_t bytes, int own)
+{
+    atomic_fetch_add_explicit(&stats_large_n, (uint64_t)(int64_t)delta, memory_order_relaxed);
+    uint64_t d = delta > 0 ? bytes : -(uint64_t)bytes;
+    atomic_fetch_add_explicit(&stats_large_total, d, memory_order_relaxed);
+    if (own) {
+        atomic_fetch_add_explicit(&stats_large_own, d, memory_order_relaxed);
+        stats_peak_update();
+    }
+}
+
+void stats_large_cache(size_t bytes)
+{
+    if (atomic_load_explicit(&stats_lcache, memory_order_relaxed) == bytes)
+        return;
+    atomic_store_explicit(&stats_lcache, bytes, memory_order_relaxed);
+    stats_peak_update();
+}
 
 void stats_region(int purged)
 {
@@ -49,6 +92,15 @@ void stats_read(struct stats_totals *t)
     *t = (struct stats_totals){ 0 };
     t->regions_mapped = atomic_load(&stats_regions_mapped);
     t->regions_purged = atomic_load(&stats_regions_purged);
+    t->mapped = os_mapped_bytes();
+    t->purged = os_purged_bytes();
+    t->in_use = atomic_load(&stats_arena_used) + atomic_load(&stats_large_own);
+    t->retained = atomic_load(&stats_arena_free) + atomic_load(&stats_lcache);
+    t->peak_resident = atomic_load(&stats_peak_resident);
+    if (t->peak_resident < t->in_use + t->retained)
+        t->peak_resident = t->in_use + t->retained;
+    t->large_blocks = atomic_load(&stats_large_n);
+    t->large_bytes = atomic_load(&stats_large_total);
 #if HAK_OBSERVE
     t->large_allocs = atomic_load(&stats_large_allocs);
     t->large_frees = atomic_load(&stats_large_frees);

@@ -1,5 +1,6 @@
-/* Process-wide counters that belong to no thread's heap: regions mapped and purged (always
- * counted), and with OBSERVE large blocks, remote frees and the live bytes with their peak. */
+/* Process-wide counters that belong to no thread's heap: in every build the process totals
+ * (bytes mapped, in use, retained, purged, their peak; regions; large blocks), and with
+ * OBSERVE large blocks, remote frees and the live bytes with their peak. */
 #ifndef HAK_STATS_H
 #define HAK_STATS_H
 
@@ -13,12 +14,27 @@
 
 struct stats_totals {
     uint64_t regions_mapped, regions_purged;
+    /* Always counted, each where memory changes hands on a cold path (a region or extent
+     * taken or released, a large block mapped or freed), never on a hot one. */
+    uint64_t mapped;          /* bytes of every mapping hakmem holds (os/ counts them) */
+    uint64_t purged;          /* bytes given back with madvise, since start (os/ counts them) */
+    uint64_t in_use;          /* bytes of arena chunks in regions, spans and large blocks, and
+                               * of large blocks' own mappings */
+    uint64_t retained;        /* free bytes kept resident: arena chunks and the large page cache */
+    uint64_t peak_resident;   /* the most in_use + retained has been */
+    uint64_t large_blocks, large_bytes;   /* live large blocks */
     uint64_t large_allocs, large_frees;
     uint64_t remote_frees[STATS_ROWS];
     int64_t  live, peak;
 };
 
 void stats_region(int purged);             /* cold and cheap: counted in every build */
+/* The arenas' bytes in use and free resident, after each change (arena/pool.c, under its lock). */
+void stats_arena(size_t in_use, size_t resident_free);
+/* A large block registered (+1) or removed (-1), of `bytes`; `own`: a mapping of its own. */
+void stats_large_block(int delta, size_t bytes, int own);
+/* The large page cache's bytes, after each change (large/, under its lock). */
+void stats_large_cache(size_t bytes);
 void stats_read(struct stats_totals *t);
 
 #if HAK_OBSERVE

@@ -5,6 +5,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#if defined(__GLIBC__)
+#include <malloc.h>             /* struct mallinfo, mallinfo2 */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,6 +27,10 @@ void  *hak_pvalloc(size_t size);
 size_t hak_malloc_usable_size(void *ptr);
 void   hak_free_sized(void *ptr, size_t size);                           /* C23 */
 void   hak_free_aligned_sized(void *ptr, size_t alignment, size_t size);
+
+/* The library's version, meson.build's project version ("0.1.0"); the soname carries its
+ * major number (libhakmem.so.0). */
+const char *hak_version(void);
 
 /* Policy: compiled defaults <- INI file (HAKMEM_CONFIG) <- HAKMEM_* variables.
  * hak_policy_load() replaces the INI layer at run time and starts a new epoch; each
@@ -56,7 +64,38 @@ struct hak_stats {
     uint64_t bytes_live, bytes_peak;   /* peak sampled at cache refills and spills */
 };
 int  hak_stats_get(struct hak_stats *out);   /* 0, or -1 when compiled out or switched off */
-void hak_stats_print(void);                  /* to [observe] output (stderr by default) */
+
+/* Process totals, counted in every build (on cold paths only: a region or extent taken or
+ * released, a large block mapped or freed).  HAKMEM_STATS=1 ([stats] enabled) prints them
+ * at exit; malloc_stats() and hak_stats_print() on demand; mallinfo2() and malloc_info()
+ * answer from them. */
+struct hak_totals {
+    uint64_t mapped;            /* bytes of every mapping hakmem holds (metadata included) */
+    uint64_t resident;          /* in_use + retained: the resident memory as hakmem sees it */
+    uint64_t in_use;            /* bytes of regions, spans and large blocks (their free blocks too) */
+    uint64_t retained;          /* free bytes kept resident for reuse ([purge] retain, large_cache) */
+    uint64_t purged;            /* bytes given back to the OS with madvise, since start */
+    uint64_t peak;              /* the most `resident` has been */
+    uint64_t heaps;             /* threads' heaps in use */
+    uint64_t large_blocks, large_bytes;   /* live blocks above 256 KiB, and their pages */
+    uint64_t regions_mapped, regions_purged;
+};
+void hak_totals_get(struct hak_totals *out);
+/* The totals, then the OBSERVE counters, to [observe] output (stderr by default). */
+void hak_stats_print(void);
+
+/* glibc's malloc.h calls, which the shared library also exports under their own names.
+ * hak_malloc_trim purges every free chunk retained beyond pad bytes, now: 1 if memory was
+ * given back.  hak_mallopt accepts glibc's parameters and ignores them (1; 0 for a
+ * parameter glibc does not know): hakmem's settings are its policy keys. */
+int    hak_malloc_trim(size_t pad);
+void   hak_malloc_stats(void);                  /* the totals, to stderr */
+int    hak_malloc_info(int options, FILE *fp);  /* XML as glibc's; options must be 0 */
+int    hak_mallopt(int param, int value);
+#if defined(__GLIBC__)
+struct mallinfo2 hak_mallinfo2(void);
+struct mallinfo  hak_mallinfo(void);            /* fields clamped to INT_MAX */
+#endif
 
 #ifdef __cplusplus
 }

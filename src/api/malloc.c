@@ -1,12 +1,14 @@
 /* The malloc-family entry points: thin wrappers over the hot paths in api/hot.h.
  * With override on, the standard names are aliases of the hak_* ones (one body, two names). */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #ifndef HAK_OVERRIDE
 #define HAK_OVERRIDE 0
 #endif
 #include "../../include/hakmem.h"
 #include "hot.h"
+#include "stats.h"
 
 /* Tiny sizes the inline slots missed: the TLIST route's per-thread list, else cold. */
 HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
@@ -347,6 +349,49 @@ HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
     return n == SIZE_MAX ? 0 : n;
 }
 
+/* malloc.h's statistics and trim calls (api/stats.c): out of line, on demand. */
+HAK_EXPORT int hak_malloc_trim(size_t pad)
+{
+    return api_malloc_trim(pad);
+}
+
+HAK_EXPORT void hak_malloc_stats(void)
+{
+    api_malloc_stats();
+}
+
+HAK_EXPORT int hak_malloc_info(int options, FILE *fp)
+{
+    return api_malloc_info(options, fp);
+}
+
+HAK_EXPORT int hak_mallopt(int param, int value)
+{
+    return api_mallopt(param, value);
+}
+
+HAK_EXPORT struct mallinfo2 hak_mallinfo2(void)
+{
+    return api_mallinfo2();
+}
+
+static int clamp_int(size_t v)
+{
+    return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+HAK_EXPORT struct mallinfo hak_mallinfo(void)
+{
+    struct mallinfo2 m2 = api_mallinfo2();
+    struct mallinfo m = {
+        .arena = clamp_int(m2.arena), .ordblks = clamp_int(m2.ordblks), .smblks = clamp_int(m2.smblks),
+        .hblks = clamp_int(m2.hblks), .hblkhd = clamp_int(m2.hblkhd), .usmblks = clamp_int(m2.usmblks),
+        .fsmblks = clamp_int(m2.fsmblks), .uordblks = clamp_int(m2.uordblks),
+        .fordblks = clamp_int(m2.fordblks), .keepcost = clamp_int(m2.keepcost),
+    };
+    return m;
+}
+
 #if HAK_OVERRIDE
 #define HAK_ALIAS(name) HAK_EXPORT __attribute__((alias(#name)))
 void  *malloc(size_t) HAK_ALIAS(hak_malloc);
@@ -362,6 +407,14 @@ void  *pvalloc(size_t) HAK_ALIAS(hak_pvalloc);
 size_t malloc_usable_size(void *) HAK_ALIAS(hak_malloc_usable_size);
 void   free_sized(void *, size_t) HAK_ALIAS(hak_free_sized);
 void   free_aligned_sized(void *, size_t, size_t) HAK_ALIAS(hak_free_aligned_sized);
+/* malloc.h's statistics and trim calls: left to glibc, they would report glibc's idle heap
+ * and malloc_trim would give back none of hakmem's memory. */
+int    malloc_trim(size_t) HAK_ALIAS(hak_malloc_trim);
+void   malloc_stats(void) HAK_ALIAS(hak_malloc_stats);
+int    malloc_info(int, FILE *) HAK_ALIAS(hak_malloc_info);
+int    mallopt(int, int) HAK_ALIAS(hak_mallopt);
+struct mallinfo2 mallinfo2(void) HAK_ALIAS(hak_mallinfo2);
+struct mallinfo  mallinfo(void) HAK_ALIAS(hak_mallinfo);
 /* glibc's other names for the same functions, which some programs and libraries call
  * directly (as mimalloc and tcmalloc do, hakmem answers them): left to glibc, a block would
  * cross allocators, and glibc aborts on a pointer it did not allocate. */

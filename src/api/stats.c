@@ -1,12 +1,16 @@
-/* The statistics half of the public API: the OBSERVE counters of every heap and the process
- * totals as one struct (hak_stats_get), as a report (hak_stats_print), and at exit. */
+/* The statistics half of the public API: the process totals (every build) and the OBSERVE
+ * counters of every heap, as structs, as reports (hak_stats_print, malloc_stats, malloc_info,
+ * at exit), and malloc_trim.  Reports are formatted on the stack and written with write(2). */
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../include/hakmem.h"
+#include "stats.h"
 #include "../cold/cold.h"
 #include "../stats/stats.h"
+#include "hakmem_version.h"
 
 #if HAK_OBSERVE
 
@@ -72,6 +76,7 @@ HAK_EXPORT int hak_stats_get(struct hak_stats *s)
 static void out(int fd, char *buf, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #include <stdarg.h>
+/* Appends to buf (4096 bytes), writing it out as it fills; fd < 0 only collects. */
 static void out(int fd, char *buf, size_t *n, const char *fmt, ...)
 {
     va_list ap;
@@ -80,10 +85,72 @@ static void out(int fd, char *buf, size_t *n, const char *fmt, ...)
     va_end(ap);
     if (k > 0)
         *n += (size_t)k < 4096 - *n ? (size_t)k : 4095 - *n;
-    if (*n > 3000) {
+    if (*n > 3000 && fd >= 0) {
         ssize_t w = write(fd, buf, *n);
         (void)w;
         *n = 0;
+    }
+}
+
+static void count_heap(struct heap *h, void *ctx)
+{
+    *(uint64_t *)ctx += h->live != 0;
+}
+
+HAK_EXPORT void hak_totals_get(struct hak_totals *o)
+{
+    struct stats_totals t;
+    stats_read(&t);
+    memset(o, 0, sizeof *o);
+    o->mapped = t.mapped;
+    o->in_use = t.in_use;
+    o->retained = t.retained;
+    o->resident = t.in_use + t.retained;
+    o->purged = t.purged;
+    o->peak = t.peak_resident;
+    o->large_blocks = t.large_blocks;
+    o->large_bytes = t.large_bytes;
+    o->regions_mapped = t.regions_mapped;
+    o->regions_purged = t.regions_purged;
+    heap_foreach(count_heap, &o->heaps);
+}
+
+static void out_bytes(int fd, char *buf, size_t *n, const char *name, uint64_t v, const char *what)
+{
+    static const char unit[][4] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double x = (double)v;
+    unsigned u = 0;
+    while (x >= 1024 && u < 4)
+        x /= 1024, u++;
+    out(fd, buf, n, "  %-13s %15llu  (%7.1f %-3s)  %s\n", name, (unsigned long long)v, x, unit[u], what);
+}
+
+static void totals_write(int fd, char *buf, size_t *n)
+{
+    struct hak_totals t;
+    hak_totals_get(&t);
+    out(fd, buf, n, "hakmem %s totals (pid %d):\n", HAK_VERSION, (int)getpid());
+    out_bytes(fd, buf, n, "mapped", t.mapped, "every mapping hakmem holds");
+    out_bytes(fd, buf, n, "resident", t.resident, "in use + retained: hakmem's view of its RSS");
+    out_bytes(fd, buf, n, "in use", t.in_use, "regions, spans and large blocks");
+    out_bytes(fd, buf, n, "retained", t.retained, "free, kept resident for reuse");
+    out_bytes(fd, buf, n, "purged", t.purged, "given back to the OS since start");
+    out_bytes(fd, buf, n, "peak", t.peak, "the most resident has been");
+    out(fd, buf, n, "  %-13s %15llu\n", "heaps", (unsigned long long)t.heaps);
+    out(fd, buf, n, "  %-13s %15llu  (%llu bytes)\n", "large blocks", (unsigned long long)t.large_blocks,
+        (unsigned long long)t.large_bytes);
+    out(fd, buf, n, "  %-13s %15llu  (%llu purged)\n", "regions", (unsigned long long)t.regions_mapped,
+        (unsigned long long)t.regions_purged);
+}
+
+static void flush(int fd, const char *buf, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, buf, n);
+        if (w <= 0 && errno != EINTR)
+            return;
+        if (w > 0)
+            buf += w, n -= (size_t)w;
     }
 }
 
@@ -92,6 +159,7 @@ static void stats_write(int fd)
     struct hak_stats s;
     char buf[4096];
     size_t n = 0;
+    totals_write(fd, buf, &n);
     if (hak_stats_get(&s) < 0) {
         out(fd, buf, &n, "hakmem OBSERVE: %s\n", s.compiled_in ? "off ([observe] enabled = on to count)"
                                                                  : "compiled out (meson configure -Dobserve=true)");
@@ -129,8 +197,7 @@ static void stats_write(int fd)
             (unsigned long long)s.regions_mapped, (unsigned long long)s.regions_purged,
             (unsigned long long)s.bytes_live, (unsigned long long)s.bytes_peak);
     }
-    ssize_t w = write(fd, buf, n);
-    (void)w;
+    flush(fd, buf, n);
 }
 
 static int stats_fd(void)
@@ -150,9 +217,123 @@ HAK_EXPORT void hak_stats_print(void)
         close(fd);
 }
 
-/* The report at exit, when OBSERVE is compiled in and switched on. */
-__attribute__((destructor)) static void obs_at_exit(void)
+HAK_EXPORT const char *hak_version(void)
 {
-    if (HAK_OBSERVE && policy_now()->observe)
+    return HAK_VERSION;
+}
+
+/* The report at exit: with OBSERVE compiled in and on, the totals and the counters to
+ * [observe] output; else with [stats] enabled, the totals to stderr. */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+    const struct policy *p = policy_now();
+    if (HAK_OBSERVE && p->observe) {
         hak_stats_print();
+    } else if (p->stats) {
+        char buf[4096];
+        size_t n = 0;
+        totals_write(2, buf, &n);
+        flush(2, buf, n);
+    }
+}
+
+void api_malloc_stats(void)
+{
+    char buf[4096];
+    size_t n = 0;
+    init_process();
+    totals_write(2, buf, &n);
+    flush(2, buf, n);
+}
+
+int api_malloc_trim(size_t pad)
+{
+    init_process();
+    size_t left = 0;
+    size_t purged = arena_trim(pad, &left);
+    size_t unmapped = large_trim(pad > left ? pad - left : 0);
+    return purged || unmapped;
+}
+
+/* glibc's fields, from the totals: everything hakmem has is mapped, so "arena" is what it
+ * maps; the large blocks are the "mmapped" ones; what malloc_trim could release is the
+ * retained memory. */
+struct mallinfo2 api_mallinfo2(void)
+{
+    struct hak_totals t;
+    init_process();
+    hak_totals_get(&t);
+    struct mallinfo2 m;
+    memset(&m, 0, sizeof m);
+    m.arena = t.mapped;
+    m.hblks = t.large_blocks;
+    m.hblkhd = t.large_bytes;
+    m.usmblks = t.peak;
+    m.uordblks = t.in_use;
+    m.fordblks = t.retained;
+    m.keepcost = t.retained;
+    return m;
+}
+
+/* glibc's layout (one heap, then the totals), filled from hakmem's totals. */
+int api_malloc_info(int options, FILE *fp)
+{
+    if (options != 0 || fp == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct hak_totals t;
+    init_process();
+    hak_totals_get(&t);
+    char buf[2048];
+    int n = snprintf(buf, sizeof buf,
+        "<malloc version=\"1\">\n"
+        "<heap nr=\"0\">\n<sizes>\n</sizes>\n"
+        "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+        "<total type=\"rest\" count=\"0\" size=\"%llu\"/>\n"
+        "<system type=\"current\" size=\"%llu\"/>\n"
+        "<system type=\"max\" size=\"%llu\"/>\n"
+        "<aspace type=\"total\" size=\"%llu\"/>\n"
+        "<aspace type=\"mprotect\" size=\"%llu\"/>\n"
+        "</heap>\n"
+        "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+        "<total type=\"rest\" count=\"0\" size=\"%llu\"/>\n"
+        "<total type=\"mmap\" count=\"%llu\" size=\"%llu\"/>\n"
+        "<system type=\"current\" size=\"%llu\"/>\n"
+        "<system type=\"max\" size=\"%llu\"/>\n"
+        "<aspace type=\"total\" size=\"%llu\"/>\n"
+        "<aspace type=\"mprotect\" size=\"%llu\"/>\n"
+        "</malloc>\n",
+        (unsigned long long)t.retained, (unsigned long long)t.resident, (unsigned long long)t.peak,
+        (unsigned long long)t.mapped, (unsigned long long)t.mapped,
+        (unsigned long long)t.retained, (unsigned long long)t.large_blocks, (unsigned long long)t.large_bytes,
+        (unsigned long long)t.resident, (unsigned long long)t.peak,
+        (unsigned long long)t.mapped, (unsigned long long)t.mapped);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return -1;
+    return fwrite(buf, 1, (size_t)n, fp) == (size_t)n ? 0 : -1;
+}
+
+/* glibc's parameters (malloc.h), which hakmem accepts and ignores: its settings are its
+ * policy keys, and a program tuning glibc must not fail for it. */
+int api_mallopt(int param, int value)
+{
+    (void)value;
+    switch (param) {
+    case 1:  /* M_MXFAST */
+    case 2:  /* M_NLBLKS */
+    case 3:  /* M_GRAIN */
+    case 4:  /* M_KEEP */
+    case -1: /* M_TRIM_THRESHOLD */
+    case -2: /* M_TOP_PAD */
+    case -3: /* M_MMAP_THRESHOLD */
+    case -4: /* M_MMAP_MAX */
+    case -5: /* M_CHECK_ACTION */
+    case -6: /* M_PERTURB */
+    case -7: /* M_ARENA_TEST */
+    case -8: /* M_ARENA_MAX */
+        return 1;
+    default:
+        return 0;
+    }
 }

@@ -43,5 +43,6 @@ void  heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx);
 void policy_publish_initial(void);   /* defaults and the environment, at start-up */
 void policy_publish_config(void);    /* HAKMEM_CONFIG, once the core is up */
 int  policy_publish_file(const char *path, int env_quiet);   /* 0, or -1 with the errors reported */
+void policy_report_verbose(void);    /* [stats] verbose: version, settings and sources, phases */
 
 #endif

@@ -69,4 +69,6 @@ __attribute__((constructor)) static void hak_constructor(void)
 {
     init_process();
     policy_publish_config();
+    if (policy_now()->verbose)
+        policy_report_verbose();
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cold.h"
+#include "hakmem_version.h"
 
 static void report_stderr(void *ctx, int is_error, const char *line)
 {
@@ -56,6 +57,48 @@ HAK_COLD int policy_publish_file(const char *path, int env_quiet)
     if (policy_publish(&p) < 0)
         return -1;
     return errors ? -1 : 0;
+}
+
+static void verbose_write(const char *s, size_t n)
+{
+    ssize_t w = write(2, s, n);
+    (void)w;
+}
+
+static void verbose_setting(const char *name, const char *value, const char *source, void *ctx)
+{
+    (void)ctx;
+    /* 53 routes that follow [slots] classes say nothing [slots] classes does not */
+    if (!strncmp(name, "route.", 6) && !strcmp(source, "default"))
+        return;
+    char line[768];
+    int n = snprintf(line, sizeof line, "hakmem:   %-22s = %-12s (%s)\n", name, value, source);
+    verbose_write(line, n < (int)sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* [stats] verbose, as MIMALLOC_VERBOSE: what this process runs with and why, once. */
+HAK_COLD void policy_report_verbose(void)
+{
+    const struct policy *p = policy_now();
+    char line[768];
+    int n = snprintf(line, sizeof line, "hakmem: version %s, pid %d, policy epoch %llu; %s%s\n", HAK_VERSION,
+                     (int)getpid(), (unsigned long long)atomic_load(&policy_epoch),
+                     p->file[0] ? "INI file " : "no INI file (HAKMEM_CONFIG unset or not loaded)", p->file);
+    verbose_write(line, n < (int)sizeof line ? (size_t)n : sizeof line - 1);
+    static const char head[] = "hakmem: settings (default, ini FILE:LINE or env VARIABLE):\n";
+    verbose_write(head, sizeof head - 1);
+    policy_describe(p, verbose_setting, NULL);
+    size_t in = (size_t)snprintf(line, sizeof line, "hakmem: compiled in:");
+    for (unsigned k = 0; k < PK_COUNT && in < sizeof line - 40; k++)
+        if (*policy_keys[k].meson && policy_keys[k].compiled && strcmp(policy_keys[k].meson, "observe") != 0)
+            in += (size_t)snprintf(line + in, sizeof line - in, " %s", policy_keys[k].meson);
+    in += (size_t)snprintf(line + in, sizeof line - in, "%s%s; compiled out:", HAK_OBSERVE ? " observe" : "",
+                           HAK_HARDENED ? " hardened" : "");
+    for (unsigned k = 0; k < PK_COUNT && in < sizeof line - 40; k++)
+        if (*policy_keys[k].meson && !policy_keys[k].compiled && strcmp(policy_keys[k].meson, "observe") != 0)
+            in += (size_t)snprintf(line + in, sizeof line - in, " %s", policy_keys[k].meson);
+    in += (size_t)snprintf(line + in, sizeof line - in, "%s\n", HAK_OBSERVE ? "" : " observe");
+    verbose_write(line, in < sizeof line ? in : sizeof line - 1);
 }
 
 /* HAKMEM_CONFIG, loaded once the core is up (iniparser allocates through us). */

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The library's reports as users of mimalloc and glibc expect them: HAKMEM_STATS=1 prints the
+# process totals at exit in every build, HAKMEM_VERBOSE=1 says once what the process runs with
+# and which INI file (by absolute path) it came from, even after the program changed directory.
+# Usage: check-library.sh TOOL LIBHAKMEM SRCDIR VERSION
+set -uo pipefail
+tool=$1 lib=$2 src=$3 version=$4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+true_bin=$(type -P true)
+
+# HAKMEM_STATS=1 and [stats] enabled = on: the totals at exit, once per process
+HAKMEM_STATS=1 LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+[ "$(grep -c "^hakmem $version totals (pid " "$tmp/err")" -eq 1 ] || fail "HAKMEM_STATS=1: $(cat "$tmp/err")"
+for row in mapped resident 'in use' retained purged peak heaps 'large blocks'; do
+  grep -q "^  $row " "$tmp/err" || fail "HAKMEM_STATS=1: no '$row' row"
+done
+printf '[stats]\nenabled = on\n' >"$tmp/stats.ini"
+HAKMEM_CONFIG=$tmp/stats.ini LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+grep -q "^hakmem $version totals" "$tmp/err" || fail "[stats] enabled = on: $(cat "$tmp/err")"
+LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+! [ -s "$tmp/err" ] || fail "the totals without HAKMEM_STATS: $(cat "$tmp/err")"
+
+# HAKMEM_VERBOSE=1: version, each setting's source (the INI file by absolute path), phases
+cd "$src"
+HAKMEM_VERBOSE=1 HAKMEM_SLOTS_CAPACITY=32 "$tool" run --config config/lean.ini -- sh -c "cd / && exec $true_bin" 2>"$tmp/err"
+grep -q 'cannot open' "$tmp/err" && fail "a child that changed directory lost the INI file: $(cat "$tmp/err")"
+[ "$(grep -c "^hakmem: version $version, pid " "$tmp/err")" -eq 2 ] || fail "HAKMEM_VERBOSE=1 not once per process: $(cat "$tmp/err")"
+[ "$(grep -c "INI file $src/config/lean.ini\$" "$tmp/err")" -eq 2 ] || fail "HAKMEM_VERBOSE=1 names no absolute INI file: $(cat "$tmp/err")"
+grep -q "purge.retain *= 0 *(ini $src/config/lean.ini:[0-9]*)" "$tmp/err" || fail "HAKMEM_VERBOSE=1: no INI line for purge.retain"
+grep -q 'slots.capacity *= 32 *(env HAKMEM_SLOTS_CAPACITY)' "$tmp/err" || fail "HAKMEM_VERBOSE=1: no variable for slots.capacity"
+grep -q 'phases.phase91 *= on *(default)' "$tmp/err" || fail "HAKMEM_VERBOSE=1: no default for phase91"
+grep -q '^hakmem: compiled in: .*phase91.*; compiled out:' "$tmp/err" || fail "HAKMEM_VERBOSE=1: no compiled-in phases"
+HAKMEM_VERBOSE=1 HAKMEM_CONFIG=config/lean.ini LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+grep -q "INI file $src/config/lean.ini\$" "$tmp/err" || fail "a relative HAKMEM_CONFIG is not reported by its absolute path"
+LD_PRELOAD=$lib HAKMEM_CONFIG=config/lean.ini "$true_bin" 2>"$tmp/err"
+! [ -s "$tmp/err" ] || fail "reports without HAKMEM_VERBOSE: $(cat "$tmp/err")"
+
+[ $fails -eq 0 ] && echo "library reports: all checks passed"
+exit $((fails > 0))

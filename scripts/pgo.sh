@@ -134,7 +134,8 @@ fi
 
 # A run that never reached the allocator (wrong path, preload refused) leaves no profile,
 # and b_pgo=use would then only warn and build an unoptimised library.
-gcda=$(find "$pgo/libhakmem.so.p" -name '*.gcda' | head -n 1)
+# The library's objects are in libhakmem.so.<version>.p (the soname is versioned).
+gcda=$(find "$pgo" -path '*/libhakmem.so*.p/*' -name '*.gcda' | head -n 1)
 if [ -z "$gcda" ]; then
   echo "pgo.sh: training wrote no profile for $lib; not building the PGO variant" >&2
   exit 1

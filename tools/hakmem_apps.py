@@ -145,7 +145,7 @@ print("checksum", total)
 
 def gen_lua(d: Path, scale: float) -> List[str]:
     (d / "work.lua").write_text(LUA_WORK)
-    return ["{program}", "work.lua", str(max(1000, int(120000 * scale)))]
+    return ["{program}", "work.lua", str(max(1000, int(100000 * scale)))]
 
 
 def gen_z3(d: Path, scale: float) -> List[str]:
@@ -183,7 +183,7 @@ def gen_z3(d: Path, scale: float) -> List[str]:
 def gen_gs(d: Path, scale: float) -> List[str]:
     """Pages of random curves, gradients-by-hand and text in several fonts, rendered to PPM."""
     rng = random.Random(SEED)
-    pages = max(1, round(10 * scale))
+    pages = max(1, round(20 * scale))
     ps = ["%!PS-Adobe-3.0", "/rgb { setrgbcolor } def"]
     fonts = ["Times-Roman", "Helvetica-Bold", "Courier", "Palatino-Italic", "NewCenturySchlbk-Roman"]
     for pg in range(pages):

@@ -4,7 +4,6 @@ ghostscript and gcc on inputs generated here at run time, each run's output chec
 import hashlib
 import os
 import random
-import re
 import shutil
 import socket
 import subprocess

@@ -340,12 +340,15 @@ class Redis:
         deadline = time.monotonic() + timeout
         server = hb.Measured(self.argv(str(port)), setup.env(self.server), base_env, cwd=self.d)
         try:
-            return self._drive(server, port, base_env, deadline, timeout)
+            return self._drive(server, port, base_env, deadline)
+        except subprocess.TimeoutExpired as exc:
+            return hb.RunResult(False, error=f"timed out: {exc.cmd[0]} (the server was killed)",
+                                stderr_tail=hb.Measured._tail(server.stderr_text()))
         finally:
             server.kill()
 
-    def _drive(self, server: "hb.Measured", port: int, base_env: Dict[str, str], deadline: float,
-               timeout: float) -> "hb.RunResult":
+    def _drive(self, server: "hb.Measured", port: int, base_env: Dict[str, str],
+               deadline: float) -> "hb.RunResult":
         start_by = time.monotonic() + REDIS_START_TIMEOUT
         while not redis_ready(port):
             if not server.running():

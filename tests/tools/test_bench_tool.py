@@ -297,6 +297,8 @@ class TestApps(unittest.TestCase):
             self.assertEqual(rows[("redis", alloc)]["status"], "ok", err)
             self.assertGreater(float(rows[("redis", alloc)]["median_ops_per_sec"]), 0)
             self.assertGreater(float(rows[("redis", alloc)]["median_peak_rss_kb"]), 1000)
+        self.assertRegex((out_dir / "report.md").read_text(),
+                         r"\| redis \| [0-9.]+x / [0-9.]+x / [0-9.]+x \|")  # hakmem against glibc
         # Its folder (under our TMPDIR) is named in the server's command line: none may be left.
         left = []
         for p in Path("/proc").iterdir():

@@ -1142,6 +1142,7 @@ def cmd_compare(argv: List[str]) -> int:
     out = opts.out or new_results_dir(root / "results")
     with tempfile.TemporaryDirectory(prefix="hakmem-apps-") as workdir:
         if suite in ("apps", "all"):
+            sys.dont_write_bytecode = True  # no __pycache__ in the source tree
             import hakmem_apps  # here: only the application suite needs it
             app_loads, missing_apps, app_notes = hakmem_apps.workloads(
                 opts.apps, Path(workdir), opts.scale, opts.port, base_env)

@@ -20,6 +20,7 @@ SOURCE = Path(os.environ["TOOLTEST_SOURCE"])
 SCRIPT = SOURCE / "tools" / "hakmem_bench.py"
 
 sys.path.insert(0, str(SOURCE / "tools"))
+sys.dont_write_bytecode = True  # the modules are imported from the source tree: leave no __pycache__ there
 import hakmem_bench as hb  # noqa: E402
 import hakmem_apps  # noqa: E402
 

@@ -469,7 +469,7 @@ def workloads(selection: Optional[str], workdir: Path, scale: float, port: Optio
             missing.append(f"{name}: not run: " + ", ".join(f"{prog} not found on PATH" for prog, _ in absent)
                            + f"; install the Debian package {', '.join(sorted({pkg for _, pkg in absent}))} "
                            "(as root: scripts/deps.sh apps)")
-            hb.progress(f"hakmem: error: compare: {missing[-1]}")
+            hb.progress(missing[-1])  # the error line itself comes once, at the end
             continue
         program = paths[0]
         if name == "python":

@@ -6,22 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #define BENCH_NAME "burst"
 #include "bench_util.h"
 
 int main(int argc, char **argv)
 {
-    unsigned long long width = 400, size = 32, pairs = 20000000;
-    if (argc > 4) {
-        fprintf(stderr, "usage: burst [width [size [pairs]]]\n");
-        return 2;
-    }
-    if (argc > 1) width = parse_arg(argv[1], "width", 2);
-    if (argc > 2) size = parse_arg(argv[2], "size", 1);
-    if (argc > 3) pairs = parse_arg(argv[3], "pairs", 1);
+    static const char *const names[] = { "width", "size", "pairs" };
+    static const unsigned long long mins[] = { 2, 1, 1 };
+    unsigned long long arg[] = { 400, 32, 20000000 };
+    bench_args(argc, argv, "burst [width [size [pairs]]]", 3, names, mins, arg);
+    unsigned long long width = arg[0], size = arg[1], pairs = arg[2];
 
     unsigned char **blk = malloc(width * sizeof *blk);
     if (blk == NULL)
@@ -53,11 +48,8 @@ int main(int argc, char **argv)
     free(blk);
     sink = (unsigned char)checksum;
 
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    double done = (double)(rounds * width);
-    printf("bench=burst ops_per_sec=%.0f seconds=%.6f width=%llu size=%llu peak_rss_kb=%ld\n",
-           seconds > 0 ? done / seconds : 0.0, seconds, width, size, ru.ru_maxrss);
+    char fields[64];
+    snprintf(fields, sizeof fields, "width=%llu size=%llu", width, size);
+    bench_report((double)(rounds * width), t0, t1, fields);
     return 0;
 }

@@ -6,8 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #define BENCH_NAME "threadchurn"
 #include "bench_util.h"
@@ -59,14 +57,11 @@ static void *task_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    unsigned long long rounds = 1000, threads = 4, nblocks = 200;
-    if (argc > 4) {
-        fprintf(stderr, "usage: threadchurn [rounds [threads [blocks]]]\n");
-        return 2;
-    }
-    if (argc > 1) rounds = parse_arg(argv[1], "rounds", 1);
-    if (argc > 2) threads = parse_arg(argv[2], "threads", 1);
-    if (argc > 3) nblocks = parse_arg(argv[3], "blocks", 2);
+    static const char *const names[] = { "rounds", "threads", "blocks" };
+    static const unsigned long long mins[] = { 1, 1, 2 };
+    unsigned long long arg[] = { 1000, 4, 200 };
+    bench_args(argc, argv, "threadchurn [rounds [threads [blocks]]]", 3, names, mins, arg);
+    unsigned long long rounds = arg[0], threads = arg[1], nblocks = arg[2];
 
     unsigned keep = (unsigned)(nblocks / 2);
     struct task *tasks = calloc(threads, sizeof *tasks);
@@ -102,10 +97,8 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     sink = (unsigned char)checksum;
 
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    printf("bench=threadchurn ops_per_sec=%.0f seconds=%.6f rounds=%llu peak_rss_kb=%ld\n",
-           seconds > 0 ? (double)ops / seconds : 0.0, seconds, rounds, ru.ru_maxrss);
+    char fields[32];
+    snprintf(fields, sizeof fields, "rounds=%llu", rounds);
+    bench_report((double)ops, t0, t1, fields);
     return 0;
 }

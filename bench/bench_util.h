@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #ifndef BENCH_NAME
 #error "define BENCH_NAME before including bench_util.h"
@@ -42,6 +44,30 @@ static inline unsigned long long parse_arg(const char *s, const char *what, unsi
         exit(2);
     }
     return v;
+}
+
+/* Positional arguments: up to n, each at least min[i], into val[i] (its default stays when
+ * absent); more than n prints `usage` and exits 2. */
+static inline void bench_args(int argc, char **argv, const char *usage, int n, const char *const *name,
+                              const unsigned long long *min, unsigned long long *val)
+{
+    if (argc > n + 1) {
+        fprintf(stderr, "usage: %s\n", usage);
+        exit(2);
+    }
+    for (int i = 0; i < n && i + 1 < argc; i++)
+        val[i] = parse_arg(argv[i + 1], name[i], min[i]);
+}
+
+/* The one line a benchmark prints: ops/s over the timed part [t0, t1], the seconds, its own
+ * "key=value" fields, and the peak RSS (ru_maxrss, kilobytes on Linux). */
+static inline void bench_report(double ops, struct timespec t0, struct timespec t1, const char *fields)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    printf("bench=" BENCH_NAME " ops_per_sec=%.0f seconds=%.6f %s peak_rss_kb=%ld\n",
+           seconds > 0 ? ops / seconds : 0.0, seconds, fields, ru.ru_maxrss);
 }
 
 #endif

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hakmem needs (as root), or prints the exact command.
-# Usage: scripts/deps.sh build|test|bench
+# Usage: scripts/deps.sh [build|test|bench|apps]...   (several sets at once: scripts/deps.sh bench apps)
 set -euo pipefail
 
 build_pkgs=(gcc meson ninja-build pkg-config check libiniparser-dev)
 test_pkgs=(python3 git sqlite3 libpython3.11-testsuite clang libclang-rt-14-dev)
 bench_pkgs=(libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev)
+# The real applications of `hakmem compare --suite apps`.
+apps_pkgs=(redis-server redis-tools sqlite3 python3 lua5.4 z3 ghostscript gcc)
 
 want=("${build_pkgs[@]}")
-case "${1:-build}" in
-  build) ;;
-  test)  want+=("${test_pkgs[@]}") ;;
-  bench) want+=("${bench_pkgs[@]}") ;;
-  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
-esac
+for set in "${@:-build}"; do
+  case $set in
+    build) ;;
+    test)  want+=("${test_pkgs[@]}") ;;
+    bench) want+=("${bench_pkgs[@]}") ;;
+    apps)  want+=("${apps_pkgs[@]}") ;;
+    *) echo "usage: $0 [build|test|bench|apps]..." >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${want[@]}"; do
+  case " ${missing[*]} " in *" $p "*) continue ;; esac
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -1,13 +1,18 @@
-/* The hakmem command line: checking and listing policies (`config`), and running a
- * program under the allocator (`run`); `ab` and `compare` hand over to tools/hakmem_bench.py.
+/* The hakmem command line: checking and listing policies (`config`), running a program under
+ * the allocator (`run`) or measured (`measure`); `ab` and `compare` hand over to tools/hakmem_bench.py.
  * It links the policy layer only (no allocator, no constructor): HAKMEM_CONFIG and HAKMEM_*
  * are what it judges, never settings of its own.  Every message: `hakmem: [FILE:LINE: ]error: ...`. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "policy/policy.h"
 #include "hakmem_version.h"
@@ -272,6 +277,114 @@ static int run(int argc, char **argv)
     return e == ENOENT || e == ENOTDIR ? 127 : 126;
 }
 
+static double tv_seconds(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* Runs PROGRAM as a child and reports its wall time, user+system CPU time and the peak RSS of
+ * its whole process tree.  hakmem_bench.py runs every measured command through this: Linux
+ * carries a process's RSS high-water mark over into a child through fork and exec, so a
+ * command started by Python itself would report at least Python's own RSS.  This process is
+ * small, and it reports only RUSAGE_CHILDREN, never its own (inherited) maximum. */
+static int measure(int argc, char **argv)
+{
+    int fd = -1, i = 0;
+    char **assign = calloc((size_t)argc + 1, sizeof *assign);
+    int nassign = 0;
+    if (!assign) {
+        perror("hakmem: error: measure");
+        return 1;
+    }
+    while (i < argc && strcmp(argv[i], "--") != 0) {
+        if (!strcmp(argv[i], "--fd") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v < 0 || fcntl((int)v, F_GETFD) < 0) {
+                fprintf(stderr, "hakmem: error: measure: --fd %s is not an open file descriptor\n", argv[i + 1]);
+                return 2;
+            }
+            fd = (int)v;
+            /* Only we write the report: a program holding it open would keep the reader waiting. */
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+            i += 2;
+        } else if (!strcmp(argv[i], "-e") && i + 1 < argc && strchr(argv[i + 1], '=')) {
+            assign[nassign++] = argv[i + 1];
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (i >= argc) {
+        fprintf(stderr, "usage: hakmem measure [--fd N] [-e NAME=VALUE]... -- PROGRAM [ARGS...]\n");
+        return 2;
+    }
+    /* Descendants that outlive their parent (a daemon, a shell's background job) come to us
+     * instead of init, so their usage is counted when we reap them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) != 0) {
+        perror("hakmem: error: measure: pipe");
+        return 1;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("hakmem: error: measure: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        close(errpipe[0]);
+        for (int k = 0; k < nassign; k++)
+            putenv(assign[k]);
+        execvp(argv[i], argv + i);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    close(errpipe[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    do
+        got = read(errpipe[0], &exec_errno, sizeof exec_errno);
+    while (got < 0 && errno == EINTR);
+    close(errpipe[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (got == (ssize_t)sizeof exec_errno) {
+        fprintf(stderr, "hakmem: error: %s: %s\n", argv[i], strerror(exec_errno));
+        if (fd >= 0)
+            dprintf(fd, "exec_errno=%d\n", exec_errno);
+        return exec_errno == ENOENT ? 127 : 126;
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (fd >= 0) {
+        dprintf(fd, "wall_s=%.6f user_s=%.6f sys_s=%.6f peak_rss_kb=%ld %s=%d\n", wall, tv_seconds(ru.ru_utime),
+                tv_seconds(ru.ru_stime), ru.ru_maxrss, WIFEXITED(status) ? "exit" : "signal",
+                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    } else {
+        fprintf(stderr, "hakmem measure: %.3f s wall, %.3f s user, %.3f s system, peak RSS %ld KB (process tree), ",
+                wall, tv_seconds(ru.ru_utime), tv_seconds(ru.ru_stime), ru.ru_maxrss);
+        if (WIFEXITED(status))
+            fprintf(stderr, "exit status %d\n", WEXITSTATUS(status));
+        else
+            fprintf(stderr, "killed by signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    }
+    free(assign);
+    return code;
+}
+
 /* Runs `python3 hakmem_bench.py ab|compare ARGS...`.  HAKMEM_BENCH_SCRIPT overrides the
  * script; otherwise a binary running from its build tree uses the source tree's copy (so
  * edits need no reinstall) and an installed binary the copy in DATADIR/hakmem. */
@@ -304,6 +417,13 @@ static int bench_tool(int argc, char **argv)
         perror("hakmem");
         return 1;
     }
+    /* The script runs every measured command through `hakmem measure`: this very binary. */
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        setenv("HAKMEM_TOOL", self, 1);
+    }
     args[0] = "python3";
     args[1] = (char *)script;
     for (int i = 0; i < argc; i++)
@@ -325,13 +445,20 @@ static const char usage_text[] =
     "  run [--config FILE | --config=FILE] [--] PROGRAM [ARGS...]\n"
     "                           run a program with libhakmem.so preloaded (FILE, or HAKMEM_CONFIG,\n"
     "                           passed on as an absolute path); exit 126: not executable, 127: not found\n"
-    "  ab [--bench NAME] [--runs N] [--warmup K] [--threshold PCT] [--build-dir DIR] [--csv FILE]\n"
-    "     [--timeout SECONDS] A B [-- BENCH_ARGS...]\n"
-    "                           A/B of two INI policies, .so files, build:DIR or glibc, with a verdict\n"
-    "  compare [--runs N] [--benches a,b] [--allocators a,b] [--bench-args NAME=ARGS]\n"
+    "  measure [--fd N] [-e NAME=VALUE]... [--] PROGRAM [ARGS...]\n"
+    "                           wall time, CPU time and peak RSS of the program's process tree\n"
+    "  ab [--runs N] [--warmup K] [--metric time|cpu|rss|ops] [--threshold PCT] [--timeout SECONDS]\n"
+    "     [--allow-output-diff] [--build-dir DIR] [--csv FILE] A B -- PROGRAM [ARGS...]\n"
+    "                           A/B of any program under two INI policies, .so files, build:DIR or\n"
+    "                           glibc, with a verdict\n"
+    "  ab --bench NAME [options] A B [-- BENCH_ARGS...]\n"
+    "                           the same on a built-in benchmark (ssot, frag, larson...)\n"
+    "  compare [--runs N] [--suite bench|apps|all|none] [--benches a,b] [--apps a,b] [--scale X]\n"
+    "          [--port N] [--allocators a,b] [--bench-args NAME=ARGS] [--allow-output-diff]\n"
     "          [--out DIR] [--build-dir DIR] [--pgo-build-dir DIR] [--no-pgo] [--timeout SECONDS]\n"
-    "                           every benchmark under glibc, mimalloc, jemalloc, tcmalloc,\n"
-    "                           hakmem Standard and FAST PGO\n"
+    "          [-- PROGRAM [ARGS...]]\n"
+    "                           the benchmarks, the real applications or PROGRAM under glibc,\n"
+    "                           mimalloc, jemalloc, tcmalloc, hakmem Standard and FAST PGO\n"
     "  help [COMMAND]           this text, or one command's\n"
     "\n"
     "  -h, --help               this text (also after any command: hakmem run --help)\n"
@@ -351,6 +478,13 @@ static const char usage_config[] =
     "  list         every key: INI name, variable, type, default, Meson option, compiled in;\n"
     "               --markdown as docs/POLICY.md's table, --man as hakmem(1)'s section\n";
 
+static const char usage_measure[] =
+    "usage: hakmem measure [--fd N] [-e NAME=VALUE]... [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM and reports its wall time, user and system CPU time and the peak RSS of its\n"
+    "whole process tree, on stderr or as one line on descriptor N (--fd); -e sets a variable\n"
+    "for PROGRAM only.  Exit status: PROGRAM's; 126 when it cannot be run, 127 when it is not found.\n";
+
 static const char usage_run[] =
     "usage: hakmem run [--config FILE | --config=FILE] [--] PROGRAM [ARGS...]\n"
     "\n"
@@ -367,6 +501,8 @@ static int help_for(const char *cmd)
         fputs(usage_config, stdout);
     else if (!strcmp(cmd, "run"))
         fputs(usage_run, stdout);
+    else if (!strcmp(cmd, "measure"))
+        fputs(usage_measure, stdout);
     else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V"))
         fputs("usage: hakmem --version\n", stdout);
     else {
@@ -442,6 +578,12 @@ int main(int argc, char **argv)
             if (is_help(argv[i]))
                 return help_for("run");
         return run(argc - 2, argv + 2);
+    }
+    if (!strcmp(cmd, "measure")) {
+        for (int i = 2; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
+            if (is_help(argv[i]))
+                return help_for("measure");
+        return measure(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "ab") || !strcmp(cmd, "compare"))
         return bench_tool(argc - 1, argv + 1);

@@ -1,27 +1,30 @@
 #!/usr/bin/env python3
-"""hakmem benchmark driver: `ab` runs one benchmark under two policies or builds, with a bootstrap
-confidence interval and a verdict; `compare` runs every built benchmark under every allocator."""
+"""hakmem benchmark driver: `ab` runs a benchmark or any program under two policies or allocators, with a
+bootstrap confidence interval and a verdict; `compare` runs benchmarks, real applications or a program under every allocator."""
 
 import argparse
 import csv
 import datetime
+import functools
 import html
 import json
 import os
 import platform
 import random
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 # Benchmarks in the order reports list them; any other executable in bench/ comes after.
-KNOWN_BENCHES = ("ssot", "larson", "prodcons", "realloc", "large", "frag")
+KNOWN_BENCHES = ("ssot", "larson", "prodcons", "realloc", "large", "frag", "threadchurn", "burst")
 
 # Other allocators and their sonames.  tcmalloc_minimal, not libtcmalloc: the full library
 # adds heap-profiler hooks that are not part of the allocator being compared.
@@ -37,18 +40,29 @@ LIB_DIRS = ("/usr/lib/{multiarch}", "/lib/{multiarch}", "/usr/local/lib", "/usr/
 SCRUBBED_ENV_PREFIXES = ("HAKMEM_",)
 SCRUBBED_ENV_NAMES = ("LD_PRELOAD",)
 
-# The benchmarks report ru_maxrss, and Linux carries the RSS high-water mark of the parent
-# over into a child through fork/vfork and exec: started straight from this Python process
-# every benchmark would report at least Python's own ~15 MB.  A forking /bin/sh in between
-# is a small parent (the benchmark's own "$@" is run as a child, not exec'd).
-LAUNCHER = ("/bin/sh", "-c", '"$@"; exit $?', "sh")
-LAUNCHER_NOTE = ("each command runs as a child of /bin/sh -c '\"$@\"; exit $?' so that peak_rss_kb "
-                 "does not inherit this Python process's RSS")
+# Linux carries the RSS high-water mark of a parent over into a child through fork and exec:
+# started straight from this Python process every command would report at least Python's own
+# ~15 MB.  Every command therefore runs under `hakmem measure`, a small C parent that reports
+# wall time, CPU time and RUSAGE_CHILDREN (the peak RSS of the command's whole process tree).
+LAUNCHER_NOTE = ("each command runs as a child of `hakmem measure`, which reports wall time, user+system CPU "
+                 "time and the peak RSS of the command's whole process tree (not this Python process's)")
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
 DEFAULT_TIMEOUT = 600.0
 STDERR_TAIL_LINES = 6
+
+# Sonames of allocators a program may link itself (Debian's redis-server links jemalloc): under
+# "glibc" such a program gets glibc's malloc preloaded, or glibc's column would show jemalloc.
+OWN_ALLOCATOR_SONAMES = (b"libjemalloc.so", b"libtcmalloc", b"libmimalloc.so")
+
+# How each metric reads and which way is better.
+METRICS = {
+    "time": ("wall_s", "wall time", "s", False),
+    "cpu": ("cpu_s", "CPU user+sys", "s", False),
+    "rss": ("peak_rss_kb", "peak RSS", "KB", False),
+    "ops": ("ops_per_sec", "ops/s", "", True),
+}
 
 # Fixed colours per allocator so the charts of different sweeps read the same way.
 COLOURS = {
@@ -63,17 +77,21 @@ COLOURS = {
 
 @dataclass
 class Setup:
-    """One way of running a benchmark: which library is preloaded and which policy file."""
+    """One way of running a command: which library is preloaded and which policy file."""
 
     key: str
     label: str
     lib: Optional[Path] = None
     config: Optional[Path] = None
 
-    def env(self) -> Dict[str, str]:
+    def env(self, program: Optional[Path] = None) -> Dict[str, str]:
         extra = {}
         if self.lib:
             extra["LD_PRELOAD"] = str(self.lib)
+        elif program is not None and links_own_allocator(program):
+            libc = find_system_lib("libc.so.6")
+            if libc:
+                extra["LD_PRELOAD"] = str(libc)
         if self.config:
             extra["HAKMEM_CONFIG"] = str(self.config)
         return extra
@@ -86,11 +104,23 @@ class RunResult:
     error: str = ""
     returncode: Optional[int] = None
     stderr_tail: str = ""
+    stdout: str = ""
+
+
+class UsageError(Exception):
+    """Bad input found below the command functions; main() prints it as one line."""
 
 
 def fail(msg: str) -> NoReturn:
-    print(f"hakmem: {msg}", file=sys.stderr)
-    sys.exit(2)
+    raise UsageError(msg)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad arguments as one `hakmem: error:` line, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = " (a program goes after --: A B -- PROGRAM ARGS)" if "unrecognized arguments" in message else ""
+        fail(f"{self.prog.split()[-1]}: {message}{hint} (see {self.prog} --help)")
 
 
 def progress(msg: str) -> None:
@@ -115,17 +145,164 @@ def clean_env() -> Tuple[Dict[str, str], List[str]]:
     return env, sorted(dropped)
 
 
-def bench_argv(bench: Path, args: Sequence[str], setup: Setup) -> List[str]:
-    """The benchmark's command, with the allocator's variables set for it alone."""
-    extra = setup.env()
-    argv = [str(bench), *args]
-    if extra:
-        argv = ["env"] + [f"{k}={v}" for k, v in extra.items()] + argv
-    return argv
+@functools.lru_cache(maxsize=None)
+def links_own_allocator(program: Path) -> bool:
+    """Whether the ELF names jemalloc, tcmalloc or mimalloc among its libraries.  A search of
+    the bytes finds the dynamic string table's NEEDED names without parsing the ELF."""
+    try:
+        with open(program, "rb") as f:
+            data = f.read(64 << 20)
+    except OSError:
+        return False
+    return data[:4] == b"\x7fELF" and any(name in data for name in OWN_ALLOCATOR_SONAMES)
 
 
-def command_line(bench: Path, args: Sequence[str], setup: Setup) -> str:
-    return shlex.join(bench_argv(bench, args, setup))
+_measure_tool: Optional[Path] = None
+
+
+def set_measure_tool(build_dir: Path) -> None:
+    """`hakmem measure`: the binary that started us (HAKMEM_TOOL), else the build's."""
+    global _measure_tool
+    given = os.environ.pop("HAKMEM_TOOL", None)  # ours, not the user's: not reported as dropped
+    for cand in ([Path(given)] if given else []) + [build_dir / "tools" / "hakmem"]:
+        if cand.is_file() and os.access(cand, os.X_OK):
+            _measure_tool = cand.resolve()
+            return
+    fail(f"{build_dir / 'tools' / 'hakmem'} not found: it measures every run (run: ninja -C {build_dir})")
+
+
+def resolve_program(name: str, env: Dict[str, str]) -> Path:
+    """The executable a command names, or one clear error: missing, not executable, a folder."""
+    if "/" in name:
+        path = Path(name)
+        if not path.exists():
+            fail(f"{name}: no such file")
+    else:
+        found = shutil.which(name, path=env.get("PATH", os.defpath))
+        if not found:
+            fail(f"{name}: command not found on PATH")
+        path = Path(found)
+    # Absolute but not resolved: a multi-call binary (busybox) tells its tools apart by argv[0].
+    path = Path(os.path.abspath(path))
+    if path.is_dir():
+        fail(f"{name}: is a directory, not a program")
+    if not os.access(path, os.X_OK):
+        fail(f"{name}: not executable (chmod +x {name}?)")
+    return path
+
+
+def describe_exit(code: int) -> str:
+    # `hakmem measure` reports a command killed by signal N as status 128+N.
+    signo = -code if code < 0 else code - 128 if code > 128 else 0
+    if signo:
+        try:
+            return f"killed by {signal.Signals(signo).name}"
+        except ValueError:
+            return f"exit status {code}"
+    return f"exit status {code}"
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Measured:
+    """One command under `hakmem measure`, in its own session so that a timeout, Ctrl-C or a
+    process the command left behind can be killed with the whole group.  stdout and stderr
+    go to files, not pipes: a server that runs for a while cannot fill a pipe and stall."""
+
+    def __init__(self, argv: Sequence[str], extra_env: Dict[str, str], base_env: Dict[str, str],
+                 cwd: Optional[Path] = None):
+        assert _measure_tool is not None, "set_measure_tool() first"
+        self.out = tempfile.TemporaryFile()
+        self.err = tempfile.TemporaryFile()
+        rfd, wfd = os.pipe()
+        cmd = [str(_measure_tool), "measure", "--fd", str(wfd)]
+        for k, v in extra_env.items():
+            cmd += ["-e", f"{k}={v}"]
+        cmd += ["--", *argv]
+        self.rfd = rfd
+        try:
+            self.proc = subprocess.Popen(cmd, env=base_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=self.out,
+                                         stderr=self.err, pass_fds=(wfd,), start_new_session=True)
+        except OSError as exc:
+            os.close(rfd)
+            raise UsageError(f"cannot start {_measure_tool}: {exc}") from exc
+        finally:
+            os.close(wfd)
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        _kill_group(self.proc.pid)
+
+    def _read(self, f) -> str:
+        f.seek(0)
+        return f.read().decode(errors="replace")
+
+    def stderr_text(self) -> str:
+        return self._read(self.err)
+
+    def wait(self, timeout: float) -> RunResult:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.proc.wait()
+            os.close(self.rfd)
+            return RunResult(False, error=f"timed out after {timeout:g} s (killed with its process group)",
+                             stderr_tail=self._tail(self.stderr_text()))
+        except KeyboardInterrupt:
+            self.kill()
+            raise
+        finally:
+            self.kill()  # whatever the command left running in its group
+        os.set_blocking(self.rfd, False)
+        try:
+            report = os.read(self.rfd, 4096).decode()
+        except BlockingIOError:
+            report = ""
+        os.close(self.rfd)
+        stdout, stderr = self._read(self.out), self.stderr_text()
+        self.out.close()
+        self.err.close()
+        tail = self._tail(stderr)
+        fields = {k: parse_value(v) for k, v in (f.split("=", 1) for f in report.split() if "=" in f)}
+        if "exec_errno" in fields:
+            return RunResult(False, error=f"cannot execute: {os.strerror(int(fields['exec_errno']))}",
+                             returncode=self.proc.returncode, stderr_tail=tail, stdout=stdout)
+        if "wall_s" not in fields:
+            return RunResult(False, error=f"hakmem measure reported nothing (exit status {self.proc.returncode})",
+                             returncode=self.proc.returncode, stderr_tail=tail, stdout=stdout)
+        metrics = {"wall_s": fields["wall_s"], "cpu_s": float(fields["user_s"]) + float(fields["sys_s"]),
+                   "user_s": fields["user_s"], "sys_s": fields["sys_s"], "peak_rss_kb": fields["peak_rss_kb"]}
+        code = int(fields["exit"]) if "exit" in fields else 128 + int(fields.get("signal", 0))
+        # ld.so only warns and runs the program with glibc when a preload fails; that would
+        # file glibc's numbers under another allocator's name.
+        preload_errors = [line for line in stderr.splitlines() if "ld.so" in line and "LD_PRELOAD" in line]
+        if preload_errors:
+            return RunResult(False, metrics, f"preload failed: {preload_errors[0].strip()}", code, tail, stdout)
+        if code != 0:
+            return RunResult(False, metrics, describe_exit(code), code, tail, stdout)
+        return RunResult(True, metrics, "", 0, tail, stdout)
+
+    @staticmethod
+    def _tail(text: str) -> str:
+        return "\n".join(text.splitlines()[-STDERR_TAIL_LINES:])
+
+
+def run_command(argv: Sequence[str], extra_env: Dict[str, str], base_env: Dict[str, str], timeout: float,
+                cwd: Optional[Path] = None) -> RunResult:
+    return Measured(argv, extra_env, base_env, cwd).wait(timeout)
+
+
+def command_line(argv: Sequence[str], extra_env: Dict[str, str]) -> str:
+    """The command as a user would type it to reproduce one run."""
+    return shlex.join((["env"] + [f"{k}={v}" for k, v in extra_env.items()] if extra_env else []) + list(argv))
 
 
 def parse_value(text: str) -> object:
@@ -148,52 +325,43 @@ def parse_result_line(stdout: str) -> Optional[Dict[str, object]]:
     return None
 
 
-def describe_exit(code: int) -> str:
-    # The shell launcher reports a benchmark killed by signal N as status 128+N.
-    signo = -code if code < 0 else code - 128 if code > 128 else 0
-    if signo:
-        try:
-            return f"killed by {signal.Signals(signo).name}"
-        except ValueError:
-            return f"exit status {code}"
-    return f"exit status {code}"
+def parse_ops(stdout: str) -> Optional[float]:
+    """The number of the last `ops_per_sec=N` anywhere in a program's output."""
+    for line in reversed(stdout.splitlines()):
+        for f in reversed(line.split()):
+            if f.startswith("ops_per_sec="):
+                v = parse_value(f.split("=", 1)[1])
+                if isinstance(v, (int, float)):
+                    return float(v)
+    return None
 
 
-def run_once(bench: Path, args: Sequence[str], setup: Setup, base_env: Dict[str, str], timeout: float) -> RunResult:
-    argv = [*LAUNCHER, *bench_argv(bench, args, setup)]
-    try:
-        # Own session, so a timeout or Ctrl-C can kill the shell and the benchmark together.
-        proc = subprocess.Popen(argv, env=base_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, errors="replace", start_new_session=True)
-    except OSError as exc:
-        return RunResult(False, error=f"cannot start: {exc}")
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return RunResult(False, error=f"timed out after {timeout:g} s")
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    code = proc.returncode
-    tail = "\n".join(stderr.splitlines()[-STDERR_TAIL_LINES:])
-    # ld.so only warns and runs the program with glibc when a preload fails; that would
-    # file glibc's numbers under another allocator's name.
-    preload_errors = [line for line in stderr.splitlines() if "ld.so" in line and "LD_PRELOAD" in line]
-    if preload_errors:
-        return RunResult(False, error=f"preload failed: {preload_errors[0].strip()}", returncode=code, stderr_tail=tail)
-    if code != 0:
-        return RunResult(False, error=describe_exit(code), returncode=code, stderr_tail=tail)
-    metrics = parse_result_line(stdout)
-    if metrics is None:
-        shown = stdout.strip().splitlines()[-1:] or ["(nothing)"]
-        return RunResult(False, error=f"no result line in output: {shown[0][:120]}", returncode=0, stderr_tail=tail)
-    return RunResult(True, metrics=metrics, returncode=0, stderr_tail=tail)
+def run_bench(bench: Path, args: Sequence[str], setup: Setup, base_env: Dict[str, str], timeout: float) -> RunResult:
+    """A built-in benchmark: its own result line, with the measured time, CPU and RSS."""
+    res = run_command([str(bench), *args], setup.env(), base_env, timeout)
+    if not res.ok:
+        return res
+    line = parse_result_line(res.stdout)
+    if line is None:
+        shown = res.stdout.strip().splitlines()[-1:] or ["(nothing)"]
+        return RunResult(False, res.metrics, f"no result line in output: {shown[0][:120]}", 0, res.stderr_tail)
+    # The benchmark's own peak_rss_kb is its ru_maxrss: the same figure as the measured one.
+    res.metrics = {**line, **res.metrics}
+    return res
 
 
-def report_failure(what: str, cmd: str, res: RunResult) -> None:
-    progress(f"FAIL {what}: {res.error}")
+def first_difference(a: str, b: str) -> str:
+    la, lb = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(la, lb)):
+        if x != y:
+            return f"line {i + 1}: {x[:80]!r} vs {y[:80]!r}"
+    if len(la) != len(lb):
+        return f"{len(la)} lines vs {len(lb)} lines"
+    return "line endings differ"
+
+
+def report_failure(what: str, cmd: str, res: RunResult, fatal: bool = False) -> None:
+    progress(f"{'hakmem: error: ' if fatal else 'FAIL '}{what}: {res.error}")
     progress(f"     command: {cmd}")
     for line in res.stderr_tail.splitlines():
         progress(f"     stderr: {line}")
@@ -327,11 +495,18 @@ def bootstrap_delta_ci(a: Sequence[float], b: Sequence[float], resamples: int, s
     return cuts[0], cuts[-1]
 
 
-def verdict(lo: float, hi: float, threshold: float) -> str:
-    if lo > threshold:
-        return f"GO (the whole CI is above +{threshold:g} %)"
-    if hi < -threshold:
-        return f"NO-GO (the whole CI is below -{threshold:g} %)"
+def verdict(lo: float, hi: float, threshold: float, higher_is_better: bool) -> str:
+    """GO when B is better than A by more than the threshold over the whole interval."""
+    if higher_is_better:
+        if lo > threshold:
+            return f"GO (the whole CI is above +{threshold:g} %: B is better)"
+        if hi < -threshold:
+            return f"NO-GO (the whole CI is below -{threshold:g} %: B is worse)"
+    else:
+        if hi < -threshold:
+            return f"GO (the whole CI is below -{threshold:g} %: B is better)"
+        if lo > threshold:
+            return f"NO-GO (the whole CI is above +{threshold:g} %: B is worse)"
     return f"NEUTRAL (the CI reaches into [-{threshold:g} %, +{threshold:g} %])"
 
 
@@ -346,102 +521,205 @@ def write_ab_csv(path: Path, rows: List[Dict[str, object]]) -> None:
         writer.writerows(rows)
 
 
-def cmd_ab(argv: List[str]) -> int:
-    root = project_root()
-    bench_args: List[str] = []
+def split_command(argv: List[str]) -> Tuple[List[str], List[str]]:
+    """Options and A/B before the first `--`, the program or benchmark arguments after it."""
     if "--" in argv:
         cut = argv.index("--")
-        argv, bench_args = argv[:cut], argv[cut + 1:]
-    p = argparse.ArgumentParser(
+        return argv[:cut], argv[cut + 1:]
+    return argv, []
+
+
+def ab_parser(root: Path) -> Parser:
+    p = Parser(
         prog="hakmem ab",
-        description="Run one benchmark under A and B, interleaved, and decide whether B is faster. "
-                    "A and B are each an INI policy (run under --build-dir's libhakmem.so), a libhakmem .so "
-                    "(or any allocator's), build:DIR (DIR/libhakmem.so), or glibc (nothing preloaded).",
-        epilog="Arguments after -- go to the benchmark, e.g. hakmem ab A.ini B.ini -- 5000000")
-    p.add_argument("--bench", default="ssot", help="benchmark in BUILD_DIR/bench (default: ssot)")
+        description="Run a program (or a built-in benchmark) under A and B, interleaved, and decide whether B "
+                    "is better. A and B are each an INI policy (run under --build-dir's libhakmem.so), a "
+                    "libhakmem .so (or any allocator's), build:DIR (DIR/libhakmem.so), or glibc (nothing "
+                    "preloaded).",
+        epilog="Examples: hakmem ab glibc build/libhakmem.so -- python3 script.py; "
+               "hakmem ab --bench ssot A.ini B.ini -- 5000000. Without a program and without --bench: ssot.")
+    p.add_argument("--bench", help="a built-in benchmark in BUILD_DIR/bench; arguments after -- go to it")
+    p.add_argument("--metric", choices=sorted(METRICS),
+                   help="what the verdict judges: wall time, CPU user+sys, peak RSS of the process tree, or the "
+                        "program's ops_per_sec=N line (default: time for a program, ops for a benchmark)")
     p.add_argument("--runs", type=int, default=10, help="measured runs of each side (default: 10)")
     p.add_argument("--warmup", type=int, default=1, help="discarded runs of each side first (default: 1)")
     p.add_argument("--threshold", type=float, default=1.0,
                    help="percent the whole CI must clear for GO or NO-GO (default: 1)")
+    p.add_argument("--allow-output-diff", action="store_true",
+                   help="do not compare the program's stdout between runs and between A and B")
     p.add_argument("--build-dir", type=Path, default=root / "build",
                    help="build with the benchmarks (and the library for INI sides); default: build")
     p.add_argument("--csv", type=Path, help="write every run (warm-ups included) to this CSV file")
     p.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=argparse.SUPPRESS)
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run counts as failed")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds before a run counts as failed (default: {DEFAULT_TIMEOUT:g})")
     p.add_argument("A")
     p.add_argument("B")
-    opts = p.parse_args(argv)
-    if opts.runs < 1 or opts.warmup < 0 or opts.threshold < 0 or opts.resamples < 1:
-        p.error("--runs must be >= 1, --warmup and --threshold >= 0")
+    return p
 
-    build_dir = opts.build_dir
-    bench = build_dir / "bench" / opts.bench
-    if not bench.is_file():
-        have = ", ".join(discover_benches(build_dir / "bench")) or "none"
-        fail(f"ab: {bench} not found (built benchmarks: {have}; run: ninja -C {build_dir})")
-    bench = bench.resolve()
-    sides = [resolve_ab_side(opts.A, "A", build_dir), resolve_ab_side(opts.B, "B", build_dir)]
+
+@dataclass
+class AbPlan:
+    """What `hakmem ab` was asked to run, once its command line is understood."""
+
+    opts: argparse.Namespace
+    argv: List[str]           # the measured command, without the allocator's variables
+    program: Optional[Path]   # None for a built-in benchmark
+    metric: str
+    compare_output: bool
+
+
+def parse_ab(argv: List[str], root: Path) -> AbPlan:
+    head, tail = split_command(argv)
+    p = ab_parser(root)
+    opts = p.parse_args(head)
+    if opts.runs < 1 or opts.warmup < 0 or opts.threshold < 0 or opts.resamples < 1 or opts.timeout <= 0:
+        p.error("--runs must be >= 1, --warmup and --threshold >= 0, --timeout > 0")
+    if opts.bench or not tail:
+        name = opts.bench or "ssot"
+        bench = opts.build_dir / "bench" / name
+        if not bench.is_file():
+            have = ", ".join(discover_benches(opts.build_dir / "bench")) or "none"
+            fail(f"ab: {bench} not found (built benchmarks: {have}; run: ninja -C {opts.build_dir})")
+        opts.bench = name
+        return AbPlan(opts, [str(bench.resolve()), *tail], None, opts.metric or "ops", False)
+    env, _ = clean_env()
+    if tail[0].isdigit() and not shutil.which(tail[0], path=env.get("PATH", os.defpath)):
+        fail(f"ab: '{tail[0]}' is not a program; arguments for the built-in ssot benchmark go after "
+             f"--bench ssot --, e.g. hakmem ab --bench ssot A B -- {shlex.join(tail)}")
+    program = resolve_program(tail[0], env)
+    return AbPlan(opts, [str(program), *tail[1:]], program, opts.metric or "time", not opts.allow_output_diff)
+
+
+def cmd_ab(argv: List[str]) -> int:
+    plan = parse_ab(argv, project_root())
+    opts = plan.opts
+    set_measure_tool(opts.build_dir)
+    sides = [resolve_ab_side(opts.A, "A", opts.build_dir), resolve_ab_side(opts.B, "B", opts.build_dir)]
     base_env, dropped = clean_env()
     if dropped:
-        progress(f"not passed on to the benchmark: {', '.join(dropped)} (put policy settings in an INI file)")
+        progress(f"not passed on to the program: {', '.join(dropped)} (put policy settings in an INI file)")
 
     rows: List[Dict[str, object]] = []
-    ops = ab_runs(bench, bench_args, sides, opts, base_env, rows)
+    values = ab_runs(plan, sides, base_env, rows)
     if opts.csv:
         write_ab_csv(opts.csv, rows)
-    if ops is None:
+    if values is None:
         return 1
-    ab_report(opts, bench, bench_args, sides, dropped, ops)
+    ab_report(plan, sides, dropped, values)
     if opts.csv:
         print(f"raw runs: {opts.csv}")
     return 0
 
 
-def ab_runs(bench: Path, bench_args: List[str], sides: List[Setup], opts: argparse.Namespace,
-            base_env: Dict[str, str], rows: List[Dict[str, object]]) -> Optional[Dict[str, List[float]]]:
-    """Warm-ups then measured runs, A B A B ...; every run is added to rows.  None if a run failed."""
-    ops: Dict[str, List[float]] = {s.key: [] for s in sides}
+def comparable_output(stdout: str, metric: str) -> str:
+    # A program judged by its ops_per_sec line prints a different number every run.
+    if metric == "ops":
+        return "\n".join(line for line in stdout.splitlines() if "ops_per_sec=" not in line)
+    return stdout
+
+
+def ab_runs(plan: AbPlan, sides: List[Setup], base_env: Dict[str, str],
+            rows: List[Dict[str, object]]) -> Optional[Dict[str, Dict[str, List[float]]]]:
+    """Warm-ups then measured runs, A B A B ...; every run is added to rows.  None if a run
+    failed or an output differed (reported on stderr)."""
+    opts = plan.opts
+    values: Dict[str, Dict[str, List[float]]] = {s.key: {m: [] for m in METRICS} for s in sides}
+    reference: Optional[Tuple[str, str]] = None   # (which run, its output)
+    name = Path(plan.argv[0]).name
     for i in range(opts.warmup + opts.runs):
         measured = i >= opts.warmup
         tag = f"run {i + 1 - opts.warmup}/{opts.runs}" if measured else f"warm-up {i + 1}/{opts.warmup}"
         for s in sides:
-            res = run_once(bench, bench_args, s, base_env, opts.timeout)
+            extra = s.env(plan.program)
+            if plan.program is None:
+                res = run_bench(Path(plan.argv[0]), plan.argv[1:], s, base_env, opts.timeout)
+            else:
+                res = run_command(plan.argv, extra, base_env, opts.timeout)
+                if res.ok and plan.metric == "ops":
+                    ops = parse_ops(res.stdout)
+                    if ops is None:
+                        res.ok, res.error = False, "no ops_per_sec=N in its output (--metric ops needs one)"
+                    else:
+                        res.metrics["ops_per_sec"] = ops
             rows.append({"phase": "measured" if measured else "warmup", "round": i + 1, "side": s.key,
                          "spec": s.label, "library": s.lib or "", "config": s.config or "",
                          "status": "ok" if res.ok else "FAIL", "error": res.error, **res.metrics})
+            what = f"{name} under {s.key} ({s.label}), {tag}"
             if not res.ok:
                 # One side failing makes the comparison meaningless; stop rather than skew it.
-                report_failure(f"{bench.name} under {s.key} ({s.label})", command_line(bench, bench_args, s), res)
+                report_failure(f"ab: {what}", command_line(plan.argv, extra), res, fatal=True)
                 return None
-            value = float(res.metrics["ops_per_sec"])
-            progress(f"[ab] {tag:>13} {s.key}: {fmt_ops(value)} ops/s")
+            if plan.compare_output:
+                out = comparable_output(res.stdout, plan.metric)
+                if reference is None:
+                    reference = (f"A, {tag}", out)
+                elif out != reference[1]:
+                    kind = "between runs of A" if s.key == "A" else f"between A and {s.key}"
+                    print(f"hakmem: error: ab: the output of {name} differs {kind}: {what} against "
+                          f"{reference[0]}: {first_difference(reference[1], out)}. An allocator must not change "
+                          "a program's output; if this program's output varies by itself, add --allow-output-diff",
+                          file=sys.stderr)
+                    return None
+            m = res.metrics
+            progress(f"[ab] {tag:>13} {s.key}: {float(m['wall_s']):.3f} s, CPU {float(m['cpu_s']):.3f} s, "
+                     f"peak RSS {fmt_kb(float(m['peak_rss_kb']))}"
+                     + (f", {fmt_ops(float(m['ops_per_sec']))} ops/s" if "ops_per_sec" in m else ""))
             if measured:
-                ops[s.key].append(value)
-    return ops
+                for metric, (key, *_rest) in METRICS.items():
+                    if isinstance(m.get(key), (int, float)):
+                        values[s.key][metric].append(float(m[key]))
+    return values
 
 
-def ab_report(opts: argparse.Namespace, bench: Path, bench_args: List[str], sides: List[Setup],
-              dropped: List[str], ops: Dict[str, List[float]]) -> None:
-    medians = {k: statistics.median(v) for k, v in ops.items()}
-    delta = (medians["B"] / medians["A"] - 1.0) * 100.0
-    lo, hi = bootstrap_delta_ci(ops["A"], ops["B"], opts.resamples, opts.seed)
-    print(f"benchmark: {opts.bench}, {opts.runs} measured runs per side after {opts.warmup} warm-up, "
-          "interleaved A B A B ...")
+def fmt_metric(metric: str, v: float) -> str:
+    if metric == "ops":
+        return fmt_ops(v)
+    if metric == "rss":
+        return fmt_kb(v)
+    return f"{v:.3f} s"
+
+
+def ab_report(plan: AbPlan, sides: List[Setup], dropped: List[str],
+              values: Dict[str, Dict[str, List[float]]]) -> None:
+    opts = plan.opts
+    what = f"benchmark {opts.bench}" if plan.program is None else f"program {shlex.join(plan.argv)}"
+    print(f"{what}: {opts.runs} measured runs per side after {opts.warmup} warm-up, interleaved A B A B ...")
     for s in sides:
         print(f"{s.key}: {s.label}")
-        print(f"   command: {command_line(bench, bench_args, s)}")
+        print(f"   command: {command_line(plan.argv, s.env(plan.program))}")
     print(f"   ({LAUNCHER_NOTE})")
     if dropped:
         print(f"   (removed from the inherited environment: {', '.join(dropped)})")
-    for key, values in ops.items():
-        print(f"median ops/s {key}: {medians[key]:,.0f}   (min {min(values):,.0f}, max {max(values):,.0f})")
-    print(f"delta B vs A: {delta:+.2f} %")
-    print(f"95% CI of the delta (bootstrap of medians, {opts.resamples} resamples, seed {opts.seed}): "
-          f"[{lo:+.2f} %, {hi:+.2f} %]")
+    if plan.compare_output:
+        print("   stdout: identical in every run under A and B")
+    print(f"{'metric':<16} {'median A':>14} {'median B':>14} {'B vs A':>9}   95% CI of B vs A")
+    judged = None
+    for metric, (key, label, _unit, higher) in METRICS.items():
+        a, b = values["A"][metric], values["B"][metric]
+        if len(a) != opts.runs or len(b) != opts.runs:
+            continue  # ops/s exists only for benchmarks and programs that print it
+        ma, mb = statistics.median(a), statistics.median(b)
+        if ma <= 0 or min(a) <= 0:
+            print(f"{label:<16} {fmt_metric(metric, ma):>14} {fmt_metric(metric, mb):>14}   (zero: no ratio)")
+            continue
+        lo, hi = bootstrap_delta_ci(a, b, opts.resamples, opts.seed)
+        mark = "  <- judged" if metric == plan.metric else ""
+        direction = "higher is better" if higher else "lower is better"
+        print(f"{label:<16} {fmt_metric(metric, ma):>14} {fmt_metric(metric, mb):>14} {(mb / ma - 1) * 100:>+8.2f} %"
+              f"   [{lo:+.2f} %, {hi:+.2f} %]  ({direction}){mark}")
+        if metric == plan.metric:
+            judged = (lo, hi, higher, label)
+    print(f"(CI: bootstrap of the medians, {opts.resamples} resamples, seed {opts.seed})")
     if opts.runs < 5:
         print(f"note: with {opts.runs} runs per side the interval is rough; use --runs 10 or more")
-    print(f"verdict: {verdict(lo, hi, opts.threshold)}")
+    if judged is None:
+        print(f"verdict: none (no usable {METRICS[plan.metric][1]} values)")
+        return
+    lo, hi, higher, label = judged
+    print(f"verdict on {label}: {verdict(lo, hi, opts.threshold, higher)}")
 
 
 # ---------------------------------------------------------------------- compare
@@ -524,58 +802,132 @@ def metric_median(runs: List[RunResult], key: str) -> Optional[float]:
     return median_or_none([float(r.metrics[key]) for r in runs if isinstance(r.metrics.get(key), (int, float))])
 
 
-def summarise(benches: List[str], setups: List[Setup], results: Dict[Tuple[str, str], List[RunResult]],
+@dataclass
+class Workload:
+    """One row group of a sweep: a built-in benchmark, the user's program, or an application.
+    run() makes one measured run under a setup; a workload judged by `time` is faster when its
+    wall time is lower, one judged by `ops` (benchmarks, redis) when its ops/s is higher."""
+
+    name: str
+    kind: str                                   # bench, program or app
+    metric: str                                 # ops or time
+    run: Callable[[Setup, Dict[str, str], float], RunResult]
+    describe: Callable[[Setup], str]            # the command, for the report and raw.csv
+    check_output: bool = False                  # every run's output must equal glibc's
+    note: str = ""
+
+
+def speed(cell: Dict[str, object], metric: str) -> Optional[float]:
+    """Higher is better whatever the metric: ops/s, or 1 / wall time."""
+    if metric == "ops":
+        return cell["median_ops_per_sec"]  # type: ignore[return-value]
+    t = cell["median_wall_s"]
+    return 1.0 / t if t else None  # type: ignore[operator]
+
+
+def summarise(workloads: List[Workload], setups: List[Setup], results: Dict[Tuple[str, str], List[RunResult]],
               failed: Dict[Tuple[str, str], str]) -> List[Dict[str, object]]:
     rows = []
-    for bench in benches:
+    for w in workloads:
         cells = {}
         for s in setups:
             # A cell with any failed run reports nothing but FAIL: its other runs may be wrong too.
-            runs = [] if (bench, s.key) in failed else [r for r in results[(bench, s.key)] if r.ok]
-            ops = [float(r.metrics["ops_per_sec"]) for r in runs]
+            runs = [] if (w.name, s.key) in failed else [r for r in results[(w.name, s.key)] if r.ok]
+            ops = [float(r.metrics["ops_per_sec"]) for r in runs if "ops_per_sec" in r.metrics]
             cells[s.key] = {
-                "benchmark": bench, "allocator": s.key, "label": s.label, "library": str(s.lib or "libc"),
-                "status": "FAIL" if (bench, s.key) in failed else "ok", "runs_ok": len(runs),
-                "error": failed.get((bench, s.key), ""),
+                "benchmark": w.name, "kind": w.kind, "allocator": s.key, "label": s.label,
+                "library": str(s.lib or "libc"),
+                "status": "FAIL" if (w.name, s.key) in failed else "ok", "runs_ok": len(runs),
+                "error": failed.get((w.name, s.key), ""),
                 "median_ops_per_sec": median_or_none(ops),
                 "min_ops_per_sec": min(ops, default=None),
                 "max_ops_per_sec": max(ops, default=None),
+                "median_wall_s": metric_median(runs, "wall_s"),
+                "median_cpu_s": metric_median(runs, "cpu_s"),
                 "median_peak_rss_kb": metric_median(runs, "peak_rss_kb"),
                 "median_final_rss_kb": metric_median(runs, "final_rss_kb"),
                 "median_live_kb": metric_median(runs, "live_kb"),
             }
         base = cells.get("glibc", {})
         for c in cells.values():
-            c["ops_vs_glibc"] = ratio(c["median_ops_per_sec"], base.get("median_ops_per_sec"))
+            c["speed_vs_glibc"] = ratio(speed(c, w.metric), speed(base, w.metric) if base else None)
+            c["time_vs_glibc"] = ratio(c["median_wall_s"], base.get("median_wall_s"))
             c["rss_vs_glibc"] = ratio(c["median_peak_rss_kb"], base.get("median_peak_rss_kb"))
             c["final_rss_vs_glibc"] = ratio(c["median_final_rss_kb"], base.get("median_final_rss_kb"))
             rows.append(c)
     return rows
 
 
-def markdown_tables(benches: List[str], summary: List[Dict[str, object]]) -> str:
+def fmt_s(v: Optional[float]) -> str:
+    return "FAIL" if v is None else f"{v:.3f} s"
+
+
+def markdown_tables(workloads: List[Workload], summary: List[Dict[str, object]]) -> str:
     out = []
-    for bench in benches:
-        rows = [r for r in summary if r["benchmark"] == bench]
+    for w in workloads:
+        rows = [r for r in summary if r["benchmark"] == w.name]
         has_final = any(r["median_final_rss_kb"] is not None for r in rows)
         live = [r["median_live_kb"] for r in rows if r["median_live_kb"] is not None]
-        title = f"### {bench}"
+        title = f"### {w.name}" + (f" ({w.note})" if w.note else "")
         if live:
             title += f" (live data at the end: {statistics.median(live):,.0f} KB)"
-        out.append(title)
-        out.append("")
-        head = "| allocator | median ops/s | vs glibc | median peak RSS | RSS vs glibc |"
-        rule = "|---|---:|---:|---:|---:|"
-        if has_final:
-            head += " median final RSS | final RSS vs glibc |"
-            rule += "---:|---:|"
-        out += [head, rule]
-        for r in rows:
-            line = (f"| {r['label']} | {fmt_ops(r['median_ops_per_sec'])} | {fmt_ratio(r['ops_vs_glibc'])} "
-                    f"| {fmt_kb(r['median_peak_rss_kb'])} | {fmt_ratio(r['rss_vs_glibc'])} |")
+        out += [title, ""]
+        if w.kind == "bench":
+            head = "| allocator | median ops/s | vs glibc | median peak RSS | RSS vs glibc |"
+            rule = "|---|---:|---:|---:|---:|"
             if has_final:
-                line += f" {fmt_kb(r['median_final_rss_kb'])} | {fmt_ratio(r['final_rss_vs_glibc'])} |"
-            out.append(line)
+                head += " median final RSS | final RSS vs glibc |"
+                rule += "---:|---:|"
+            out += [head, rule]
+            for r in rows:
+                line = (f"| {r['label']} | {fmt_ops(r['median_ops_per_sec'])} | {fmt_ratio(r['speed_vs_glibc'])} "
+                        f"| {fmt_kb(r['median_peak_rss_kb'])} | {fmt_ratio(r['rss_vs_glibc'])} |")
+                if has_final:
+                    line += f" {fmt_kb(r['median_final_rss_kb'])} | {fmt_ratio(r['final_rss_vs_glibc'])} |"
+                out.append(line)
+        else:
+            ops = w.metric == "ops"
+            head = "| allocator | " + ("median requests/s | speed vs glibc | " if ops else "") + \
+                   "median time | time vs glibc | CPU user+sys | median peak RSS | RSS vs glibc |"
+            out += [head, "|---|" + "---:|" * (head.count("|") - 2)]
+            for r in rows:
+                line = f"| {r['label']} | "
+                if ops:
+                    line += f"{fmt_ops(r['median_ops_per_sec'])} | {fmt_ratio(r['speed_vs_glibc'])} | "
+                line += (f"{fmt_s(r['median_wall_s'])} | {fmt_ratio(r['time_vs_glibc'])} | {fmt_s(r['median_cpu_s'])} "
+                         f"| {fmt_kb(r['median_peak_rss_kb'])} | {fmt_ratio(r['rss_vs_glibc'])} |")
+                out.append(line)
+        out.append("")
+    return "\n".join(out)
+
+
+def standing_table(workloads: List[Workload], setups: List[Setup], summary: List[Dict[str, object]]) -> str:
+    """Where each hakmem build stands against every peer on each workload: wall time (1 / speed
+    for ops workloads), CPU time and peak RSS as ratios hakmem / peer, so below 1.00 means hakmem
+    wins.  CPU time is there because on a busy machine wall time mostly measures the neighbours."""
+    if not workloads:
+        return ""
+    cell = {(r["benchmark"], r["allocator"]): r for r in summary}
+    peers = [s for s in setups if not s.key.startswith("hakmem")]
+    out = []
+    for h in [s for s in setups if s.key.startswith("hakmem")]:
+        out += [f"#### {h.label} against each peer (time / CPU / peak RSS, ratio {h.label} ÷ peer; "
+                f"below 1.00: {h.label} wins)",
+                "", "| workload | " + " | ".join(p.label for p in peers) + " |",
+                "|---|" + "---:|" * len(peers)]
+        for w in workloads:
+            mine = cell.get((w.name, h.key))
+            parts = []
+            for p in peers:
+                theirs = cell.get((w.name, p.key))
+                if not mine or not theirs or mine["status"] != "ok" or theirs["status"] != "ok":
+                    parts.append("FAIL")
+                    continue
+                t = ratio(speed(theirs, w.metric), speed(mine, w.metric))
+                c = ratio(mine["median_cpu_s"], theirs["median_cpu_s"])  # type: ignore[arg-type]
+                m = ratio(mine["median_peak_rss_kb"], theirs["median_peak_rss_kb"])  # type: ignore[arg-type]
+                parts.append(f"{fmt_ratio(t)} / {fmt_ratio(c)} / {fmt_ratio(m)}")
+            out.append(f"| {w.name} | " + " | ".join(parts) + " |")
         out.append("")
     return "\n".join(out)
 
@@ -693,27 +1045,38 @@ def write_compare_csvs(out: Path, raw: List[Dict[str, object]], summary: List[Di
             w.writerow({k: "" if v is None else round(v, 4) if isinstance(v, float) else v for k, v in row.items()})
 
 
-def cmd_compare(argv: List[str]) -> int:
-    root = project_root()
-    p = argparse.ArgumentParser(
+def compare_parser(root: Path) -> Parser:
+    p = Parser(
         prog="hakmem compare",
-        description="Run every built benchmark under glibc, the installed mimalloc/jemalloc/tcmalloc, "
-                    "hakmem Standard and hakmem FAST PGO, interleaved; write medians, tables and charts.")
-    p.add_argument("--runs", type=int, default=5, help="runs of each benchmark under each allocator (default: 5)")
+        description="Run the built-in benchmarks, the real-application suite, or PROGRAM under glibc, the installed "
+                    "mimalloc/jemalloc/tcmalloc, hakmem Standard and hakmem FAST PGO, interleaved; write medians, "
+                    "tables and charts.",
+        epilog="Examples: hakmem compare --runs 7; hakmem compare --suite apps --runs 3; "
+               "hakmem compare -- python3 script.py")
+    p.add_argument("--runs", type=int, default=5, help="runs of each workload under each allocator (default: 5)")
+    p.add_argument("--suite", choices=("bench", "apps", "all", "none"),
+                   help="built-in benchmarks, real applications, both, or none (default: bench, or none with a PROGRAM)")
     p.add_argument("--benches", help="comma-separated benchmarks (default: every one built)")
+    p.add_argument("--apps", help="comma-separated applications (default: every one; see docs/BENCHMARKS.md)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply every application's work by this factor (default: 1)")
+    p.add_argument("--port", type=int, help="TCP port on 127.0.0.1 for the redis server (default: a free one)")
     p.add_argument("--allocators", help="comma-separated subset of glibc,mimalloc,jemalloc,tcmalloc,hakmem,hakmem-pgo")
     p.add_argument("--bench-args", action="append", default=[], metavar="NAME=ARGS",
                    help="arguments for one benchmark, e.g. --bench-args 'ssot=5000000 400' (repeatable)")
+    p.add_argument("--allow-output-diff", action="store_true",
+                   help="do not compare PROGRAM's stdout with its stdout under glibc")
     p.add_argument("--out", type=Path, help="results folder (default: results/<timestamp>/)")
     p.add_argument("--build-dir", type=Path, default=root / "build",
                    help="Standard build: benchmarks and libhakmem.so (default: build)")
     p.add_argument("--pgo-build-dir", type=Path, help="FAST PGO build (default: build-pgo, if built)")
     p.add_argument("--no-pgo", action="store_true", help="leave out hakmem FAST PGO even if it is built")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before a run counts as failed")
-    opts = p.parse_args(argv)
-    if opts.runs < 1:
-        p.error("--runs must be >= 1")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds before a run counts as failed (default: {DEFAULT_TIMEOUT:g})")
+    return p
 
+
+def bench_workloads(opts: argparse.Namespace) -> List[Workload]:
     bench_dir = opts.build_dir / "bench"
     available = discover_benches(bench_dir)
     if opts.benches:
@@ -726,8 +1089,48 @@ def cmd_compare(argv: List[str]) -> int:
     if not benches:
         fail(f"compare: no benchmarks in {bench_dir} (run: ninja -C {opts.build_dir})")
     bench_args = parse_bench_args(opts.bench_args)
+    out = []
+    for b in benches:
+        path, args = (bench_dir / b).resolve(), bench_args.get(b, [])
+        out.append(Workload(
+            b, "bench", "ops",
+            run=lambda s, env, t, path=path, args=args: run_bench(path, args, s, env, t),
+            describe=lambda s, path=path, args=args: command_line([str(path), *args], s.env()),
+            note="" if not args else f"arguments `{shlex.join(args)}`"))
+    return out
+
+
+def program_workload(argv: List[str], check_output: bool) -> Workload:
+    env, _ = clean_env()
+    program = resolve_program(argv[0], env)
+    full = [str(program), *argv[1:]]
+    return Workload(
+        program.name, "program", "time",
+        run=lambda s, base, t: run_command(full, s.env(program), base, t),
+        describe=lambda s: command_line(full, s.env(program)),
+        check_output=check_output, note=f"`{shlex.join(argv)}`")
+
+
+def cmd_compare(argv: List[str]) -> int:
+    root = project_root()
+    head, program = split_command(argv)
+    p = compare_parser(root)
+    opts = p.parse_args(head)
+    if opts.runs < 1 or opts.timeout <= 0 or opts.scale <= 0:
+        p.error("--runs must be >= 1, --timeout and --scale > 0")
     if opts.no_pgo and opts.pgo_build_dir:
         p.error("--no-pgo and --pgo-build-dir exclude each other")
+    suite = opts.suite or ("none" if program else "bench")
+    if suite == "none" and not program:
+        p.error("--suite none needs a PROGRAM after --")
+    set_measure_tool(opts.build_dir)
+
+    workloads: List[Workload] = []
+    missing_apps: List[str] = []
+    if suite in ("bench", "all"):
+        workloads += bench_workloads(opts)
+    if program:
+        workloads.append(program_workload(program, not opts.allow_output_diff))
     pgo_dir = None if opts.no_pgo else opts.pgo_build_dir or root / "build-pgo"
     wanted = [a for a in opts.allocators.split(",") if a] if opts.allocators else None
     setups, notes = compare_setups(opts.build_dir, pgo_dir, opts.pgo_build_dir is not None, wanted)
@@ -737,22 +1140,37 @@ def cmd_compare(argv: List[str]) -> int:
     machine = machine_description()  # before the sweep: its load average describes the machine, not us
     version = source_version(root)
     out = opts.out or new_results_dir(root / "results")
-    out.mkdir(parents=True, exist_ok=True)
-    for n in notes:
-        progress(n)
-    if dropped:
-        progress(f"not passed on to the benchmarks: {', '.join(dropped)}")
-    progress(f"benchmarks: {', '.join(benches)}; {opts.runs} interleaved runs each; results in {out}")
+    with tempfile.TemporaryDirectory(prefix="hakmem-apps-") as workdir:
+        if suite in ("apps", "all"):
+            sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+            import hakmem_apps  # here: only the application suite needs it
+            app_loads, missing_apps, app_notes = hakmem_apps.workloads(
+                opts.apps, Path(workdir), opts.scale, opts.port, base_env)
+            workloads += app_loads
+            notes += app_notes
+        if not workloads:
+            fail("compare: nothing to run: " + "; ".join(missing_apps))
+        out.mkdir(parents=True, exist_ok=True)
+        for n in notes:
+            progress(n)
+        if dropped:
+            progress(f"not passed on to the programs: {', '.join(dropped)}")
+        progress(f"workloads: {', '.join(w.name for w in workloads)}; {opts.runs} interleaved runs each; "
+                 f"results in {out}")
+        sweep = run_sweep(workloads, setups, opts.runs, base_env, opts.timeout)
 
-    sweep = run_sweep(bench_dir, benches, bench_args, setups, opts.runs, base_env, opts.timeout)
-    summary = summarise(benches, setups, sweep.results, sweep.failed)
-    tables = markdown_tables(benches, summary)
+    summary = summarise(workloads, setups, sweep.results, sweep.failed)
+    tables = markdown_tables(workloads, summary)
+    standing = standing_table([w for w in workloads if w.kind != "bench"], setups, summary)
     sub = (f"median of {opts.runs} interleaved runs, {started:%Y-%m-%d %H:%M}, {os.cpu_count()} CPUs; "
            "dashed line: glibc")
-    for name, title, column in (("throughput.svg", "Throughput relative to glibc (higher is better)", "ops_vs_glibc"),
-                                ("peak_rss.svg", "Peak RSS relative to glibc (lower is better)", "rss_vs_glibc")):
+    groups = [w.name for w in workloads]
+    for name, title, column in (
+            ("throughput.svg", "Speed relative to glibc (higher is better; ops/s, or 1 / time for apps)",
+             "speed_vs_glibc"),
+            ("peak_rss.svg", "Peak RSS relative to glibc (lower is better)", "rss_vs_glibc")):
         values = {(r["benchmark"], r["allocator"]): r[column] for r in summary}
-        (out / name).write_text(svg_grouped_bars(title, sub, benches, setups, values, sweep.failed))
+        (out / name).write_text(svg_grouped_bars(title, sub, groups, setups, values, sweep.failed))
     write_compare_csvs(out, sweep.raw, summary)
 
     labels = {s.key: s.label for s in setups}
@@ -761,74 +1179,98 @@ def cmd_compare(argv: List[str]) -> int:
              f"- command: `{shlex.join(['hakmem', 'compare', *argv])}`",
              f"- machine: {machine}",
              f"- source: {version}",
-             f"- {opts.runs} runs of each benchmark under each allocator, interleaved "
-             "(run 1 of every benchmark under every allocator, then run 2, ...); medians",
-             f"- benchmarks from {bench_dir.resolve()}, arguments: "
-             + ", ".join(f"{b} `{shlex.join(bench_args.get(b, [])) or '(defaults)'}`" for b in benches)]
+             f"- {opts.runs} runs of each workload under each allocator, interleaved "
+             "(run 1 of every workload under every allocator, then run 2, ...); medians"]
+    lines += [f"- {w.name}: `{w.describe(setups[0])}`" for w in workloads if w.kind != "app"]
     lines += [f"- {n}" for n in notes]
     lines.append(f"- {LAUNCHER_NOTE}")
+    if missing_apps:
+        lines.append("- applications not run:")
+        lines += [f"  - {m}" for m in missing_apps]
     if failures:
         lines.append("- failed cells (FAIL in the tables):")
         lines += [f"  - {f}" for f in failures]
-    lines += ["", tables, "![throughput](throughput.svg)", "", "![peak RSS](peak_rss.svg)", ""]
+    lines += ["", tables]
+    if standing:
+        lines += ["### Where hakmem stands", "", standing]
+    lines += ["![speed](throughput.svg)", "", "![peak RSS](peak_rss.svg)", ""]
     (out / "report.md").write_text("\n".join(lines))
 
     print(tables)
+    if standing:
+        print(standing)
+    for name in ("report.md", "summary.csv", "raw.csv", "throughput.svg", "peak_rss.svg"):
+        print(f"wrote {out / name}")
     if failures:
         print("failed cells (FAIL above; the progress log on stderr has their commands and stderr):")
         for f in failures:
             print(f"  {f}")
-    for name in ("report.md", "summary.csv", "raw.csv", "throughput.svg", "peak_rss.svg"):
-        print(f"wrote {out / name}")
-    return 0
+    for m in missing_apps:
+        print(f"hakmem: error: compare: {m}", file=sys.stderr)
+    return 1 if failures or missing_apps else 0
 
 
 @dataclass
 class Sweep:
-    """Every run of a compare: per (benchmark, allocator) cell, its runs and why it failed."""
+    """Every run of a compare: per (workload, allocator) cell, its runs and why it failed."""
 
     results: Dict[Tuple[str, str], List[RunResult]]
     failed: Dict[Tuple[str, str], str]
     raw: List[Dict[str, object]]
 
 
-def run_sweep(bench_dir: Path, benches: List[str], bench_args: Dict[str, List[str]], setups: List[Setup],
-              runs: int, base_env: Dict[str, str], timeout: float) -> Sweep:
-    sweep = Sweep({(b, s.key): [] for b in benches for s in setups}, {}, [])
+def run_sweep(workloads: List[Workload], setups: List[Setup], runs: int, base_env: Dict[str, str],
+              timeout: float) -> Sweep:
+    sweep = Sweep({(w.name, s.key): [] for w in workloads for s in setups}, {}, [])
+    # glibc's output is the reference (setups list glibc first): an allocator must not change it.
+    reference: Dict[str, Tuple[str, str]] = {}
     # Interleaving spreads slow drifts (thermal, noisy neighbours) over all allocators
     # instead of penalising whichever one runs during a bad stretch.
     for run in range(1, runs + 1):
-        for b in benches:
-            bench, args = (bench_dir / b).resolve(), bench_args.get(b, [])
+        for w in workloads:
             for s in setups:
-                if (b, s.key) in sweep.failed:
+                if (w.name, s.key) in sweep.failed:
                     continue  # the cell is FAIL already; more runs cannot change that
-                cmd = command_line(bench, args, s)
-                res = run_once(bench, args, s, base_env, timeout)
-                sweep.results[(b, s.key)].append(res)
-                sweep.raw.append({"run": run, "benchmark": b, "allocator": s.key, "library": str(s.lib or "libc"),
-                                  "status": "ok" if res.ok else "FAIL", "error": res.error, "command": cmd,
+                cmd = w.describe(s)
+                res = w.run(s, base_env, timeout)
+                if res.ok and w.check_output:
+                    ref = reference.setdefault(w.name, (s.label, res.stdout))
+                    if res.stdout != ref[1]:
+                        res.ok = False
+                        res.error = (f"output differs from {ref[0]}'s: {first_difference(ref[1], res.stdout)} "
+                                     "(an allocator must not change a program's output)")
+                sweep.results[(w.name, s.key)].append(res)
+                sweep.raw.append({"run": run, "benchmark": w.name, "allocator": s.key,
+                                  "library": str(s.lib or "libc"), "status": "ok" if res.ok else "FAIL",
+                                  "error": res.error, "command": cmd,
                                   **{k: v for k, v in res.metrics.items() if k != "bench"}})
-                where = f"[compare] run {run}/{runs} {b:<9} {s.label:<16}"
+                where = f"[compare] run {run}/{runs} {w.name:<9} {s.label:<16}"
                 if res.ok:
                     m = res.metrics
-                    progress(f"{where} {fmt_ops(float(m['ops_per_sec'])):>10} ops/s  "
-                             f"{fmt_kb(float(m.get('peak_rss_kb', 0))):>12} peak")
+                    speed_txt = (f"{fmt_ops(float(m['ops_per_sec'])):>10} ops/s" if w.metric == "ops"
+                                 else f"{float(m['wall_s']):>8.3f} s")
+                    progress(f"{where} {speed_txt}  {fmt_kb(float(m.get('peak_rss_kb', 0))):>12} peak")
                 else:
-                    sweep.failed[(b, s.key)] = res.error
+                    sweep.failed[(w.name, s.key)] = res.error
                     report_failure(where.strip(), cmd, res)
     return sweep
 
 
 def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] not in ("ab", "compare"):
-        print("usage: hakmem_bench.py ab [options] A B [-- BENCH_ARGS...]\n"
-              "       hakmem_bench.py compare [options]\n"
+        print("usage: hakmem_bench.py ab [options] A B [-- PROGRAM [ARGS...]]\n"
+              "       hakmem_bench.py compare [options] [-- PROGRAM [ARGS...]]\n"
               "(run `hakmem ab --help` or `hakmem compare --help` for the options)", file=sys.stderr)
         return 2
-    if sys.argv[1] == "ab":
-        return cmd_ab(sys.argv[2:])
-    return cmd_compare(sys.argv[2:])
+    # hakmem_apps imports this module by name; let it find this copy rather than load a second.
+    sys.modules.setdefault("hakmem_bench", sys.modules[__name__])
+    try:
+        if sys.argv[1] == "ab":
+            return cmd_ab(sys.argv[2:])
+        return cmd_compare(sys.argv[2:])
+    except UsageError as exc:
+        print(f"hakmem: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 /* Misuse reports: one line on stderr naming the call, the pointer, the block and the fault,
  * written with write(2) and a local formatter, so reporting never allocates. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static _Atomic int report_abort;
 
 void report_set_abort(int on)
 {
-    __atomic_store_n(&report_abort, on, __ATOMIC_RELAXED);
+    atomic_store_explicit(&report_abort, on, memory_order_relaxed);
 }
 
 HAK_COLD void report_misuse(const char *call, const void *p, const char *what, int cls, size_t size)
@@ -57,7 +58,7 @@ HAK_COLD void report_misuse(const char *call, const void *p, const char *what, i
         put_num(&l, size, 10);
         put(&l, " bytes)");
     }
-    int abort_now = __atomic_load_n(&report_abort, __ATOMIC_RELAXED);
+    int abort_now = atomic_load_explicit(&report_abort, memory_order_relaxed);
     put(&l, abort_now ? "; aborting\n" : "; ignored\n");
     ssize_t w = write(2, l.buf, l.n);
     (void)w;

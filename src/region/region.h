@@ -259,8 +259,8 @@ HAK_INLINE void *region_home_pop(struct region *r)
  * order from home_pos, tagged TAG_FREE again).  Returns how many. */
 unsigned region_home_take(struct region *r, void **out, unsigned want);
 
-/* alloc.c's cousins at the region level (home.c): collecting other threads' frees, and
- * taking blocks out of a region for a refill. */
+/* home.c, for the owner: other threads' frees collected into the region, and blocks taken
+ * out of it for a refill (home blocks, then remote frees, then fresh carving). */
 void     region_collect(struct region *r);
 int      region_has_blocks(struct region *r);
 unsigned region_take(struct region *r, void **out, unsigned want);

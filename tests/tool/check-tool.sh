@@ -23,7 +23,7 @@ for v in --version -V; do
   [ $rc -eq 0 ] && grep -qx "hakmem $version" "$tmp/out" || fail "hakmem $v: rc $rc, '$(cat "$tmp/out")'"
 done
 readelf -d "$lib" | grep -q "SONAME.*\[libhakmem.so.${version%%.*}\]" || fail "soname is not libhakmem.so.${version%%.*}"
-for cmd in "" config "config check" "config show" "config list" run ab compare help version; do
+for cmd in "" config "config check" "config show" "config list" run measure ab compare help version; do
   t $cmd --help
   [ $rc -eq 0 ] && [ -s "$tmp/out" ] || fail "hakmem $cmd --help: rc $rc"
 done
@@ -36,7 +36,8 @@ t config frob
 [ $rc -eq 2 ] && grep -q "unknown subcommand 'frob'" "$tmp/err" || fail "hakmem config frob: rc $rc"
 format_ok "config frob"
 t --help
-for opt in '--timeout' '--allocators' '--bench-args' '--no-pgo' '--pgo-build-dir' '--csv' '--config=FILE' '--version'; do
+for opt in '--timeout' '--allocators' '--bench-args' '--no-pgo' '--pgo-build-dir' '--csv' '--config=FILE' '--version' \
+           '--metric' '--allow-output-diff' '--suite' '--apps' '--scale' '--port' 'measure [--fd N]'; do
   grep -q -- "$opt" "$tmp/out" || fail "usage lacks $opt"
 done
 printf 'echo hi\n' >"$tmp/noexec"; chmod -x "$tmp/noexec"

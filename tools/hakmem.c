@@ -220,13 +220,22 @@ static const char *find_library(char *buf, size_t len)
 }
 
 /* HAKMEM_CONFIG as an absolute path: the program may change directory, or start another
- * program elsewhere, before the library reads it.  0 after reporting a file that is not there. */
-static int config_env_absolute(const char *path)
+ * program elsewhere, before the library reads it.  A FILE given with --config must exist (0
+ * after reporting it); one inherited from the environment is passed on, made absolute, for
+ * the library to report as it would without us. */
+static int config_env_absolute(const char *path, int given)
 {
-    char abs[4096];
+    char abs[4096], cwd[4096];
     if (realpath(path, abs) == NULL) {
-        fprintf(stderr, "hakmem: %s: error: cannot open: %s\n", path, strerror(errno));
-        return 0;
+        if (given) {
+            fprintf(stderr, "hakmem: %s: error: cannot open: %s\n", path, strerror(errno));
+            return 0;
+        }
+        if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+            return 1;
+        int n = snprintf(abs, sizeof abs, "%s/%s", cwd, path);
+        if (n < 0 || (size_t)n >= sizeof abs)
+            return 1;
     }
     setenv("HAKMEM_CONFIG", abs, 1);
     return 1;
@@ -236,12 +245,15 @@ static int run(int argc, char **argv)
 {
     int i = 0;
     const char *config = getenv("HAKMEM_CONFIG");
+    int given = 0;
     while (i < argc && strcmp(argv[i], "--") != 0) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             config = argv[i + 1];
+            given = 1;
             i += 2;
         } else if (!strncmp(argv[i], "--config=", 9)) {
             config = argv[i] + 9;
+            given = 1;
             i++;
         } else if (argv[i][0] == '-') {
             fail("run: unknown option %s (see hakmem run --help)", argv[i]);
@@ -256,7 +268,7 @@ static int run(int argc, char **argv)
         fail("run: no program to run (usage: hakmem run [--config FILE] [--] PROGRAM [ARGS...])");
         return 2;
     }
-    if (config && *config && !config_env_absolute(config))
+    if (config && *config && !config_env_absolute(config, given))
         return 1;
     char lib[4096];
     if (!find_library(lib, sizeof lib)) {

@@ -69,6 +69,8 @@ grep -qx "HAKMEM_CONFIG=$src/config/lean.ini" "$tmp/out" || fail "run left HAKME
 t run --config config/no-such.ini -- true
 [ $rc -eq 1 ] || fail "run --config MISSING: rc $rc"
 format_ok "run --config MISSING"
+HAKMEM_CONFIG=config/no-such.ini t run -- sh -c 'cd / && exec env'
+grep -qx "HAKMEM_CONFIG=$src/config/no-such.ini" "$tmp/out" || fail "an inherited missing HAKMEM_CONFIG: $(grep HAKMEM_CONFIG= "$tmp/out")"
 cd "$tmp"
 
 # --- item 2: the tool applies no HAKMEM_* to itself; `config check FILE` judges FILE alone

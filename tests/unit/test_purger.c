@@ -52,19 +52,44 @@ static unsigned purger_threads_wait(unsigned want, unsigned ms)
     return n;
 }
 
+static size_t blk_size(unsigned i)
+{
+    return 4096 + (i * 7919u) % (28 << 10);
+}
+
+/* Block i's fill byte: neighbours differ, so a block handed out twice (or overlapping
+ * another) shows in blocks_intact(). */
+static unsigned char blk_byte(unsigned i)
+{
+    return (unsigned char)(0xA5 ^ (i * 151u + (i >> 8)));
+}
+
 /* `total` bytes of 4-32 KiB mid blocks (whole regions, so they empty when freed), written. */
 static unsigned fill(size_t total)
 {
     unsigned i = 0;
     size_t sum = 0;
     for (; sum < total && i < NBLK; i++) {
-        size_t n = 4096 + (i * 7919u) % (28 << 10);
+        size_t n = blk_size(i);
         blk[i] = hak_malloc(n);
         ck_assert_ptr_nonnull(blk[i]);
-        memset(blk[i], 0xA5, n);
+        memset(blk[i], blk_byte(i), n);
         sum += n;
     }
     return i;
+}
+
+/* Every byte of the first n blocks still holds its block's fill byte: no two blocks share
+ * memory.  The index of the first block that does not, or n. */
+static unsigned blocks_intact(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const unsigned char *b = blk[i];
+        for (size_t k = 0; k < blk_size(i); k++)
+            if (b[k] != blk_byte(i))
+                return i;
+    }
+    return n;
 }
 
 static void drain(unsigned n)
@@ -159,10 +184,12 @@ START_TEST(test_fork_with_purger)
                 _exit(2);
             if (purger_threads_wait(phase99() ? 1 : 0, 1000) != (phase99() ? 1u : 0u))
                 _exit(3);
-            m = fill(64 * MB);          /* what the purger held in the parent is usable */
-            for (unsigned i = 0; i < m; i++)
-                if (((unsigned char *)blk[i])[0] != 0xA5)
-                    _exit(4);
+            /* What the purger held in the parent is free again in the child, and handed
+             * out once: 64 MiB of blocks, all written, then all read back whole (a run
+             * both free and still counted elsewhere would give two blocks one memory). */
+            m = fill(64 * MB);
+            if (blocks_intact(m) != m)
+                _exit(4);
             drain(m);
             _exit(0);
         }

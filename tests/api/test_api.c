@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "variant_check.h"
 
 /* Sizes on both sides of every class boundary, then large ones. */
 static size_t boundary_sizes(size_t *out)
@@ -423,8 +424,10 @@ START_TEST(test_free_sized)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    variant_check(argv);            /* under tests/equivalence: the variant is in force */
     Suite *su = suite_create("api");
     TCase *tc = tcase_create("posix");
     tcase_set_timeout(tc, 60);

@@ -41,6 +41,7 @@
 #ifdef SANITIZED
 #include <sanitizer/common_interface_defs.h>
 #endif
+#include "variant_check.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -1131,8 +1132,10 @@ static Suite *threads_suite(void)
     return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    variant_check(argv);            /* under tests/equivalence: the variant is in force */
     SRunner *sr = srunner_create(threads_suite());
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);

@@ -41,6 +41,7 @@
 #ifdef SANITIZED
 #include <sanitizer/common_interface_defs.h>
 #endif
+#include "check_run.h"
 #include "variant_check.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -1136,9 +1137,5 @@ int main(int argc, char **argv)
 {
     (void)argc;
     variant_check(argv);            /* under tests/equivalence: the variant is in force */
-    SRunner *sr = srunner_create(threads_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run(threads_suite());      /* no case run (CK_RUN_CASE naming none): a failure */
 }

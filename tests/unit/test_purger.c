@@ -42,9 +42,11 @@ static unsigned purger_threads(void)
     return n;
 }
 
+/* The purger threads once there are `want`, or after test_ms(ms) of waiting. */
 static unsigned purger_threads_wait(unsigned want, unsigned ms)
 {
     unsigned n = purger_threads();
+    ms = test_ms(ms);
     for (unsigned t = 0; n != want && t < ms; t += 10) {
         usleep(10000);
         n = purger_threads();
@@ -116,11 +118,11 @@ START_TEST(test_purger_takes_over)
         ck_assert_uint_gt(rss_bytes(), start + 250 * MB);
         drain(n);
         safe_point();
-        size_t end = rss_wait_below(start + keep, 3000);
+        size_t end = rss_wait_below(start + keep, 10000);
         ck_assert_msg(end < start + keep, "round %d: RSS start %zu MiB, after free %zu MiB (bound +%zu MiB)",
                       round, start >> 20, end >> 20, keep >> 20);
     }
-    ck_assert_uint_eq(purger_threads_wait(phase99() ? 1 : 0, 1000), phase99() ? 1 : 0);
+    ck_assert_uint_eq(purger_threads_wait(phase99() ? 1 : 0, 5000), phase99() ? 1 : 0);
     ck_assert_int_eq(cold_purger_running(), phase99());
 }
 END_TEST
@@ -155,7 +157,7 @@ START_TEST(test_idle_program_purged)
     drain(n);                           /* retain + 48 MiB free: below twice retain, it waits */
     nanosleep(&nap, NULL);
     /* Down to `retain` resident: what was fresh is given back (left alone, it all stays). */
-    size_t end = rss_wait_below(peak - 32 * MB, 2000);
+    size_t end = rss_wait_below(peak - 32 * MB, 10000);
     ck_assert_msg(end < peak - 32 * MB && end < base + p->purge_cap + 16 * MB,
                   "RSS base %zu MiB, peak %zu, idle %zu MiB", base >> 20, peak >> 20, end >> 20);
 }
@@ -174,15 +176,16 @@ START_TEST(test_fork_with_purger)
         pid_t pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
+            alarm((unsigned)test_ms(50000) / 1000);     /* not left behind if the test is killed */
             if (purger_threads() != 0 || cold_purger_running())
                 _exit(1);
             size_t start = rss_bytes(), keep = 2 * policy_now()->purge_cap + 48 * MB;
             unsigned m = fill(320 * MB);
             drain(m);
             safe_point();
-            if (rss_wait_below(start + keep, 3000) >= start + keep)
+            if (rss_wait_below(start + keep, 10000) >= start + keep)
                 _exit(2);
-            if (purger_threads_wait(phase99() ? 1 : 0, 1000) != (phase99() ? 1u : 0u))
+            if (purger_threads_wait(phase99() ? 1 : 0, 5000) != (phase99() ? 1u : 0u))
                 _exit(3);
             /* What the purger held in the parent is free again in the child, and handed
              * out once: 64 MiB of blocks, all written, then all read back whole (a run

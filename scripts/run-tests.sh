@@ -88,12 +88,22 @@ run() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do setup+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   tests=("$@")
-  local stamp="CC=${CC:-cc} ${setup[*]:-}"
-  [ "$strict_skips" = 1 ] && stamp+=" (CI)"    # meson setup reads CI: required tools
+  local base="CC=${CC:-cc} ${setup[*]:-}" stamp old
+  stamp=$base
+  [ "$strict_skips" = 1 ] && stamp+=" (CI)"    # meson setup reads CI: which tools are required
   echo "=== $dir: meson setup ${setup[*]:-} ; meson test ${tests[*]:-}"
-  if [ -f "$dir/build.ninja" ] && [ "$(cat "$dir/.run-tests-setup" 2>/dev/null)" != "$stamp" ]; then
-    echo "$dir was set up with other options; setting it up again"
-    rm -rf "$dir"
+  old=$(cat "$dir/.run-tests-setup" 2>/dev/null)
+  if [ -f "$dir/build.ninja" ] && [ "$old" != "$stamp" ]; then
+    if [ "${old% (CI)}" = "$base" ]; then
+      echo "$dir was set up with CI=${CI:-} differing; reconfiguring"
+      if ! meson setup --reconfigure "$dir" "${setup[@]}"; then
+        report+=("$dir: SETUP FAILED"); failed=$((failed + 1)); return 1
+      fi
+      printf '%s' "$stamp" > "$dir/.run-tests-setup"
+    else
+      echo "$dir was set up with other options; setting it up again"
+      rm -rf "$dir"
+    fi
   fi
   if [ ! -f "$dir/build.ninja" ]; then
     if ! meson setup "$dir" "${setup[@]}"; then

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import random
+import re
 import shlex
 import signal
 import statistics
@@ -69,9 +70,10 @@ class Setup:
     label: str
     lib: Optional[Path] = None
     config: Optional[Path] = None
+    policy_env: Dict[str, str] = field(default_factory=dict)
 
     def env(self) -> Dict[str, str]:
-        extra = {}
+        extra = dict(self.policy_env)
         if self.lib:
             extra["LD_PRELOAD"] = str(self.lib)
         if self.config:
@@ -273,10 +275,18 @@ def find_system_lib(soname: str) -> Optional[Path]:
 
 
 def resolve_ab_side(spec: str, side: str, build_dir: Path) -> Setup:
-    """A or B: `build:DIR`, a build directory, a shared library, an INI policy file, or
-    `glibc` (nothing preloaded: the system allocator, as compare runs it)."""
+    """A or B: `build:DIR`, a build directory, a shared library, an INI policy file,
+    `HAKMEM_VAR=VALUE[,...]` (policy variables over the defaults: a phase switched without a
+    file of its own), or `glibc` (nothing preloaded: the system allocator, as compare runs it)."""
     if spec == "glibc":
         return Setup(side, "glibc")
+    if re.fullmatch(r"HAKMEM_[A-Z0-9_]+=[^,]*(,HAKMEM_[A-Z0-9_]+=[^,]*)*", spec):
+        policy_env = dict(item.split("=", 1) for item in spec.split(","))
+        lib = build_dir / "libhakmem.so"
+        if not lib.is_file():
+            fail(f"ab: {side} sets policy variables, but {lib} is not built (run: ninja -C {build_dir})")
+        check_policy_env(policy_env, side, build_dir)
+        return Setup(side, spec, lib=lib.resolve(), policy_env=policy_env)
     if spec.startswith("build:"):
         lib = Path(spec[len("build:"):]) / "libhakmem.so"
     elif Path(spec).is_dir():
@@ -311,6 +321,22 @@ def check_policy(config: Path, side: str, build_dir: Path) -> None:
                           stderr=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:
         fail(f"ab: {side} policy {config} has errors:\n{proc.stderr.rstrip()}")
+    for line in proc.stderr.splitlines():
+        progress(f"{side} policy: {line}")
+
+
+def check_policy_env(policy_env: Dict[str, str], side: str, build_dir: Path) -> None:
+    """A misspelt variable or a bad value would leave the default in force: refuse it."""
+    tool = build_dir / "tools" / "hakmem"
+    if not tool.is_file():
+        progress(f"warning: {tool} not built; {side}'s variables not checked")
+        return
+    env, _ = clean_env()
+    env.update(policy_env)
+    proc = subprocess.run([str(tool), "config", "show"], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        fail(f"ab: {side} policy variables have errors:\n{proc.stderr.rstrip()}")
     for line in proc.stderr.splitlines():
         progress(f"{side} policy: {line}")
 
@@ -355,7 +381,8 @@ def cmd_ab(argv: List[str]) -> int:
     p = argparse.ArgumentParser(
         prog="hakmem ab",
         description="Run one benchmark under A and B, interleaved, and decide whether B is faster. "
-                    "A and B are each an INI policy (run under --build-dir's libhakmem.so), a libhakmem .so "
+                    "A and B are each an INI policy or HAKMEM_VAR=VALUE[,...] (run under --build-dir's "
+                    "libhakmem.so), a libhakmem .so "
                     "(or any allocator's), build:DIR (DIR/libhakmem.so), or glibc (nothing preloaded).",
         epilog="Arguments after -- go to the benchmark, e.g. hakmem ab A.ini B.ini -- 5000000")
     p.add_argument("--bench", default="ssot", help="benchmark in BUILD_DIR/bench (default: ssot)")

@@ -411,7 +411,18 @@ START_TEST(test_table_matches_meson_options)
             continue;
         char opt[64];
         snprintf(opt, sizeof opt, "option('%s', type: 'boolean'", policy_keys[k].meson);
-        ck_assert_msg(strstr(buf, opt) != NULL, "meson_options.txt lacks %s", opt);
+        const char *o = strstr(buf, opt);
+        ck_assert_msg(o != NULL, "meson_options.txt lacks %s", opt);
+        if (!*policy_keys[k].name)
+            continue;
+        /* the option's description names the phase as every listing does */
+        char named[64], desc[512];
+        snprintf(named, sizeof named, "(%s)", policy_keys[k].name);
+        const char *d = strstr(o, "description: '");
+        ck_assert_ptr_nonnull(d);
+        ck_assert_int_eq(sscanf(d, "description: '%511[^']'", desc), 1);
+        ck_assert_msg(strstr(desc, named) != NULL, "meson_options.txt: %s's description lacks %s",
+                      policy_keys[k].meson, named);
     }
     for (char *s = buf; (s = strstr(s, "option('")) != NULL; s++) {
         char name[64];

@@ -45,8 +45,8 @@ static const char *type_name(enum policy_type t)
 static int config_list(int markdown)
 {
     if (markdown) {
-        printf("| INI | environment | type | default | Meson option | compiled in | what it does |\n");
-        printf("|---|---|---|---|---|---|---|\n");
+        printf("| INI | name | environment | type | default | Meson option | compiled in | what it does |\n");
+        printf("|---|---|---|---|---|---|---|---|\n");
     }
     for (unsigned k = 0; k < PK_COUNT; k++) {
         const struct policy_key *pk = &policy_keys[k];
@@ -54,19 +54,30 @@ static int config_list(int markdown)
         const char *meson = *pk->meson ? pk->meson : "-";
         const char *in = pk->compiled ? "yes" : "no";
         if (markdown)
-            printf("| `[%s] %s` | `%s` | %s | `%s` | %s | %s | %s |\n", pk->section, pk->key, pk->env,
-                   type_name(pk->type), def, meson, in, pk->help);
+            printf("| `[%s] %s` | %s | `%s` | %s | `%s` | %s | %s | %s |\n", pk->section, pk->key,
+                   *pk->name ? pk->name : "-", pk->env, type_name(pk->type), def, meson, in, pk->help);
         else
-            printf("[%s] %-12s %-24s %-12s default %-8s meson %-8s compiled %-3s  %s\n", pk->section,
-                   pk->key, pk->env, type_name(pk->type), def, meson, in, pk->help);
+            printf("[%s] %-12s %-18s %-24s %-12s default %-8s meson %-8s compiled %-3s  %s\n", pk->section,
+                   pk->key, pk->name, pk->env, type_name(pk->type), def, meson, in, pk->help);
     }
     return 0;
 }
 
+/* "section.key = value (source)", and a phase's short name, which the visitor does not carry. */
 static void print_setting(const char *name, const char *value, const char *source, void *ctx)
 {
     (void)ctx;
-    printf("%-22s = %-12s (%s)\n", name, value, source);
+    char section[32];
+    const char *dot = strchr(name, '.');
+    enum policy_key_id k;
+    unsigned cls;
+    const char *what = "";
+    if (dot && (size_t)(dot - name) < sizeof section) {
+        snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
+        if (policy_find(section, dot + 1, &k, &cls))
+            what = policy_keys[k].name;
+    }
+    printf("%-22s = %-12s (%s)%s%s\n", name, value, source, *what ? "  " : "", what);
 }
 
 struct counts {

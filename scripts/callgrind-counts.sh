@@ -13,7 +13,10 @@ lib=/usr/lib${multiarch:+/$multiarch}
 specs=("$@")
 if [ ${#specs[@]} -eq 0 ]; then
   specs=("glibc=" "hakmem=$PWD/build/libhakmem.so")
-  for c in phase90-off phase91-off phases-off slots-off slots-all slots-c5; do
+  for p in 90 91; do
+    specs+=("hakmem:phase$p-off=$PWD/build/libhakmem.so:HAKMEM_PHASE$p=off")
+  done
+  for c in phases-off slots-off slots-all slots-c5; do
     specs+=("hakmem:$c=$PWD/build/libhakmem.so:HAKMEM_CONFIG=$PWD/config/$c.ini")
   done
   for p in mimalloc:libmimalloc.so.2 jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc_minimal.so.4; do

@@ -14,6 +14,10 @@ args=()
 prev=""
 for a in "$@"; do
   case $a in
+    -h|--help)
+      sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+      echo "Other options go to hakmem compare (build/tools/hakmem compare --help lists them)."
+      exit 0 ;;
     --no-pgo) pgo=0 ;;
     *) args+=("$a") ;;
   esac

@@ -21,8 +21,15 @@ then builds and tests each configuration in its own directory:
   --help    this text
 
 A configuration that fails to set up or build counts as one failure and the others still
-run. Counts come from each meson test's testlog.json. Under CI (CI=true) a skipped test is a
-failure: every expected test must run there. Exit status 0 only when nothing failed.
+run. Counts come from each meson test's testlog.json; the summary names every skipped test
+and every retried one (regrtest's timing-sensitive modules). Under CI (CI=true) a skipped
+test is a failure: every expected test must run there (and meson setup fails when a tool
+the tests need is missing).  Exit status 0 only when nothing failed.
+
+Timeouts: HAK_TIMEOUT_MULTIPLIER (default 1) is given to meson test --timeout-multiplier
+and, as CK_TIMEOUT_MULTIPLIER, to Check's per-test timeouts and the deadlines inside the
+tests (integration steps, regrtest runs, fork children), so a loaded machine scales them
+all at once.
 EOF
 }
 
@@ -39,27 +46,37 @@ scripts/deps.sh test || exit 1
 
 strict_skips=0
 case ${CI:-} in true|1|yes) strict_skips=1 ;; esac
+mult=${HAK_TIMEOUT_MULTIPLIER:-1}
+export CK_TIMEOUT_MULTIPLIER=$mult
 
 passed=0 failed=0 skipped=0
 report=()
 
-# Counts the results in DIR's testlog.json: prints "ok fail skip".
+# Counts the results in DIR's testlog.json: prints "ok fail skip", then a line naming the
+# skipped tests, then one naming the tests that retried something (a "RETRY:" line).
 count_results() {
   python3 - "$1/meson-logs/testlog.json" <<'EOF'
 import json, sys
 ok = fail = skip = 0
+skipped, retried = [], []
 with open(sys.argv[1]) as f:
     for line in f:
         if not line.strip():
             continue
-        r = json.loads(line)["result"]
+        t = json.loads(line)
+        r = t["result"]
         if r in ("OK", "EXPECTEDFAIL"):
             ok += 1
         elif r == "SKIP":
             skip += 1
+            skipped.append(t["name"])
         else:  # FAIL, TIMEOUT, UNEXPECTEDPASS, ERROR, INTERRUPT
             fail += 1
+        if any(": RETRY: " in l and "once more" in l for l in (t.get("stdout") or "").splitlines()):
+            retried.append(t["name"])
 print(ok, fail, skip)
+print(" ".join(skipped) or "-")
+print(" ".join(retried) or "-")
 EOF
 }
 
@@ -71,11 +88,22 @@ run() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do setup+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   tests=("$@")
-  local stamp="CC=${CC:-cc} ${setup[*]:-}"
+  local base="CC=${CC:-cc} ${setup[*]:-}" stamp old
+  stamp=$base
+  [ "$strict_skips" = 1 ] && stamp+=" (CI)"    # meson setup reads CI: which tools are required
   echo "=== $dir: meson setup ${setup[*]:-} ; meson test ${tests[*]:-}"
-  if [ -f "$dir/build.ninja" ] && [ "$(cat "$dir/.run-tests-setup" 2>/dev/null)" != "$stamp" ]; then
-    echo "$dir was set up with other options; setting it up again"
-    rm -rf "$dir"
+  old=$(cat "$dir/.run-tests-setup" 2>/dev/null)
+  if [ -f "$dir/build.ninja" ] && [ "$old" != "$stamp" ]; then
+    if [ "${old% (CI)}" = "$base" ]; then
+      echo "$dir was set up with CI=${CI:-} differing; reconfiguring"
+      if ! meson setup --reconfigure "$dir" "${setup[@]}"; then
+        report+=("$dir: SETUP FAILED"); failed=$((failed + 1)); return 1
+      fi
+      printf '%s' "$stamp" > "$dir/.run-tests-setup"
+    else
+      echo "$dir was set up with other options; setting it up again"
+      rm -rf "$dir"
+    fi
   fi
   if [ ! -f "$dir/build.ninja" ]; then
     if ! meson setup "$dir" "${setup[@]}"; then
@@ -88,18 +116,20 @@ run() {
   fi
   rm -f "$dir/meson-logs/testlog.json"
   local rc=0
-  meson test -C "$dir" --print-errorlogs "${tests[@]}" || rc=$?
+  meson test -C "$dir" --print-errorlogs --timeout-multiplier "$mult" "${tests[@]}" || rc=$?
   if [ ! -s "$dir/meson-logs/testlog.json" ]; then
     report+=("$dir: NO TESTS RAN (meson test exit $rc)"); failed=$((failed + 1)); return 1
   fi
-  local ok fail skip
-  read -r ok fail skip < <(count_results "$dir")
+  local ok fail skip names retries
+  { read -r ok fail skip; read -r names; read -r retries; } < <(count_results "$dir")
   if [ $((ok + fail + skip)) -eq 0 ]; then
     report+=("$dir: NO TESTS RAN (meson test exit $rc)"); failed=$((failed + 1)); return 1
   fi
   # meson test fails for a reason testlog.json did not record: count it rather than lose it.
   if [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
   local line="$dir: $ok passed, $fail failed, $skip skipped"
+  [ "$names" != - ] && line+=" (skipped: $names)"
+  [ "$retries" != - ] && line+=" (retried once, see its log: $retries)"
   if [ "$strict_skips" = 1 ] && [ "$skip" -gt 0 ]; then
     line+=" (skips are failures under CI)"
     fail=$((fail + skip))

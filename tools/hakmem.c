@@ -58,8 +58,18 @@ static const char *type_name(enum policy_type t)
     return "?";
 }
 
+/* A phase's name by its effect (keys.def); "-" for the other keys. */
+static const char *short_name(const struct policy_key *pk)
+{
+    return *pk->name ? pk->name : "-";
+}
+
+/* The default in this build: a switch compiled out is off whatever its row says, and saying
+ * "on" beside "compiled in: no" stated one default two ways. */
 static const char *key_default(const struct policy_key *pk)
 {
+    if (pk->type == PT_BOOL && !pk->compiled)
+        return "off";
     return pk->type == PT_ROUTE ? "from [slots]" : pk->def;
 }
 
@@ -84,33 +94,35 @@ enum list_format { LIST_TEXT, LIST_MARKDOWN, LIST_MAN };
 static int config_list(enum list_format fmt)
 {
     if (fmt == LIST_MARKDOWN) {
-        printf("| INI | environment | type | default | Meson option | compiled in | what it does |\n");
-        printf("|---|---|---|---|---|---|---|\n");
+        printf("| INI | name | environment | type | default | Meson option | compiled in | what it does |\n");
+        printf("|---|---|---|---|---|---|---|---|\n");
     }
     /* Plain text: each column as wide as its widest cell, so the rows line up. */
     int w_key = (int)strlen("INI"), w_env = (int)strlen("VARIABLE"), w_type = (int)strlen("TYPE");
+    int w_name = (int)strlen("NAME");
     int w_def = (int)strlen("DEFAULT"), w_meson = (int)strlen("MESON");
     char name[96];
     for (unsigned k = 0; k < PK_COUNT; k++) {
         const struct policy_key *pk = &policy_keys[k];
         int n = snprintf(name, sizeof name, "[%s] %s", pk->section, pk->key);
         w_key = n > w_key ? n : w_key;
+        w_name = (int)strlen(short_name(pk)) > w_name ? (int)strlen(short_name(pk)) : w_name;
         w_env = (int)strlen(pk->env) > w_env ? (int)strlen(pk->env) : w_env;
         w_type = (int)strlen(type_name(pk->type)) > w_type ? (int)strlen(type_name(pk->type)) : w_type;
         w_def = (int)strlen(key_default(pk)) > w_def ? (int)strlen(key_default(pk)) : w_def;
         w_meson = (int)strlen(pk->meson) > w_meson ? (int)strlen(pk->meson) : w_meson;
     }
     if (fmt == LIST_TEXT)
-        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w_key, "INI", w_env, "VARIABLE", w_type, "TYPE",
-               w_def, "DEFAULT", w_meson, "MESON", "COMPILED", "WHAT IT DOES");
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w_key, "INI", w_name, "NAME", w_env, "VARIABLE",
+               w_type, "TYPE", w_def, "DEFAULT", w_meson, "MESON", "COMPILED", "WHAT IT DOES");
     for (unsigned k = 0; k < PK_COUNT; k++) {
         const struct policy_key *pk = &policy_keys[k];
         const char *meson = *pk->meson ? pk->meson : "-";
         const char *in = pk->compiled ? "yes" : "no";
         snprintf(name, sizeof name, "[%s] %s", pk->section, pk->key);
         if (fmt == LIST_MARKDOWN) {
-            printf("| `%s` | `%s` | %s | `%s` | %s | %s | %s |\n", name, pk->env, type_name(pk->type),
-                   key_default(pk), meson, in, pk->help);
+            printf("| `%s` | %s | `%s` | %s | `%s` | %s | %s | %s |\n", name, short_name(pk), pk->env,
+                   type_name(pk->type), key_default(pk), meson, in, pk->help);
         } else if (fmt == LIST_MAN) {
             printf(".TP\n.BR \"");
             put_roff(pk->env);
@@ -119,6 +131,11 @@ static int config_list(enum list_format fmt)
             printf("\"\n");
             put_roff(pk->help);
             printf(".\n");
+            if (*pk->name) {
+                printf("Short name: ");
+                put_roff(pk->name);
+                printf(".\n");
+            }
             printf("Type: ");
             put_roff(type_name(pk->type));
             printf("; default: ");
@@ -130,17 +147,28 @@ static int config_list(enum list_format fmt)
             }
             printf(".\n");
         } else {
-            printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w_key, name, w_env, pk->env, w_type,
-                   type_name(pk->type), w_def, key_default(pk), w_meson, meson, in, pk->help);
+            printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-8s  %s\n", w_key, name, w_name, short_name(pk), w_env,
+                   pk->env, w_type, type_name(pk->type), w_def, key_default(pk), w_meson, meson, in, pk->help);
         }
     }
     return 0;
 }
 
+/* "section.key = value (source)", and a phase's short name, which the visitor does not carry. */
 static void print_setting(const char *name, const char *value, const char *source, void *ctx)
 {
     (void)ctx;
-    printf("%-22s = %-12s (%s)\n", name, value, source);
+    char section[32];
+    const char *dot = strchr(name, '.');
+    enum policy_key_id k;
+    unsigned cls;
+    const char *what = "";
+    if (dot && (size_t)(dot - name) < sizeof section) {
+        snprintf(section, sizeof section, "%.*s", (int)(dot - name), name);
+        if (policy_find(section, dot + 1, &k, &cls))
+            what = policy_keys[k].name;
+    }
+    printf("%-22s = %-12s (%s)%s%s\n", name, value, source, *what ? "  " : "", what);
 }
 
 struct counts {

@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -83,9 +84,10 @@ class Setup:
     label: str
     lib: Optional[Path] = None
     config: Optional[Path] = None
+    policy_env: Dict[str, str] = field(default_factory=dict)
 
     def env(self, program: Optional[Path] = None) -> Dict[str, str]:
-        extra = {}
+        extra = dict(self.policy_env)
         if self.lib:
             extra["LD_PRELOAD"] = str(self.lib)
         elif program is not None and links_own_allocator(program):
@@ -441,10 +443,18 @@ def find_system_lib(soname: str) -> Optional[Path]:
 
 
 def resolve_ab_side(spec: str, side: str, build_dir: Path) -> Setup:
-    """A or B: `build:DIR`, a build directory, a shared library, an INI policy file, or
-    `glibc` (nothing preloaded: the system allocator, as compare runs it)."""
+    """A or B: `build:DIR`, a build directory, a shared library, an INI policy file,
+    `HAKMEM_VAR=VALUE[,...]` (policy variables over the defaults: a phase switched without a
+    file of its own), or `glibc` (nothing preloaded: the system allocator, as compare runs it)."""
     if spec == "glibc":
         return Setup(side, "glibc")
+    if re.fullmatch(r"HAKMEM_[A-Z0-9_]+=[^,]*(,HAKMEM_[A-Z0-9_]+=[^,]*)*", spec):
+        policy_env = dict(item.split("=", 1) for item in spec.split(","))
+        lib = build_dir / "libhakmem.so"
+        if not lib.is_file():
+            fail(f"ab: {side} sets policy variables, but {lib} is not built (run: ninja -C {build_dir})")
+        check_policy_env(policy_env, side, build_dir)
+        return Setup(side, spec, lib=lib.resolve(), policy_env=policy_env)
     if spec.startswith("build:"):
         lib = Path(spec[len("build:"):]) / "libhakmem.so"
     elif Path(spec).is_dir():
@@ -479,6 +489,22 @@ def check_policy(config: Path, side: str, build_dir: Path) -> None:
                           stderr=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:
         fail(f"ab: {side} policy {config} has errors:\n{proc.stderr.rstrip()}")
+    for line in proc.stderr.splitlines():
+        progress(f"{side} policy: {line}")
+
+
+def check_policy_env(policy_env: Dict[str, str], side: str, build_dir: Path) -> None:
+    """A misspelt variable or a bad value would leave the default in force: refuse it."""
+    tool = build_dir / "tools" / "hakmem"
+    if not tool.is_file():
+        progress(f"warning: {tool} not built; {side}'s variables not checked")
+        return
+    env, _ = clean_env()
+    env.update(policy_env)
+    proc = subprocess.run([str(tool), "config", "show"], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        fail(f"ab: {side} policy variables have errors:\n{proc.stderr.rstrip()}")
     for line in proc.stderr.splitlines():
         progress(f"{side} policy: {line}")
 
@@ -533,7 +559,8 @@ def ab_parser(root: Path) -> Parser:
     p = Parser(
         prog="hakmem ab",
         description="Run a program (or a built-in benchmark) under A and B, interleaved, and decide whether B "
-                    "is better. A and B are each an INI policy (run under --build-dir's libhakmem.so), a "
+                    "is better. A and B are each an INI policy or HAKMEM_VAR=VALUE[,...] (run under "
+                    "--build-dir's libhakmem.so), a "
                     "libhakmem .so (or any allocator's), build:DIR (DIR/libhakmem.so), or glibc (nothing "
                     "preloaded).",
         epilog="Examples: hakmem ab glibc build/libhakmem.so -- python3 script.py; "

@@ -14,7 +14,7 @@
 struct region *arena_region_take(unsigned cls, struct heap *h);   /* a new region of cls, owned by h */
 struct region *arena_span_take(struct heap *h);                   /* a new span (Phase 100) */
 void  arena_region_release(struct region *r);                     /* an empty region goes back */
-void  arena_region_abandon(struct region *r, int has_room);       /* thread exit: live blocks in it */
+void  arena_region_abandon(struct region *r);                     /* thread exit: live blocks in it */
 struct region *arena_region_adopt(unsigned cls, struct heap *h);  /* an abandoned one, or NULL */
 /* ... and extents of chunks for large blocks (no region header; the caller keeps the map) */
 uintptr_t arena_chunks_take(unsigned chunks, int *clean);

@@ -22,7 +22,6 @@ static int purger_idle;
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];   /* by class, and the spans */
-static struct region *abandoned_tail[HAK_CLS_SPAN + 1];      /* where full ones go */
 static size_t abandoned_n;
 
 /* Every change of the arenas' bytes in use or free resident happens under the pool's lock:
@@ -292,30 +291,16 @@ HAK_COLD void arena_region_release(struct region *r)
 }
 
 /* Thread exit: the region keeps its live blocks and waits for a new owner.
- * Frees arriving meanwhile go to its remote list, which the adopter collects.  One with
- * room goes first in line, a full one last: an adopter takes one region per refill, and
- * the first should serve it. */
-HAK_COLD void arena_region_abandon(struct region *r, int has_room)
+ * Frees arriving meanwhile go to its remote list, which the adopter collects. */
+HAK_COLD void arena_region_abandon(struct region *r)
 {
-    unsigned c = r->cls;
     atomic_store(&r->owner, NULL);
     pthread_mutex_lock(&abandoned_mutex);
-    struct region *head = atomic_load_explicit(&abandoned[c], memory_order_relaxed);
-    if (head == NULL) {
-        r->next = r->prev = NULL;
-        atomic_store_explicit(&abandoned[c], r, memory_order_relaxed);
-        abandoned_tail[c] = r;
-    } else if (has_room) {
-        r->prev = NULL;
-        r->next = head;
-        head->prev = r;
-        atomic_store_explicit(&abandoned[c], r, memory_order_relaxed);
-    } else {
-        r->next = NULL;
-        r->prev = abandoned_tail[c];
-        abandoned_tail[c]->next = r;
-        abandoned_tail[c] = r;
-    }
+    r->prev = NULL;
+    r->next = atomic_load_explicit(&abandoned[r->cls], memory_order_relaxed);
+    if (r->next)
+        r->next->prev = r;
+    atomic_store_explicit(&abandoned[r->cls], r, memory_order_relaxed);
     abandoned_n++;
     pthread_mutex_unlock(&abandoned_mutex);
 }
@@ -330,8 +315,6 @@ HAK_COLD struct region *arena_region_adopt(unsigned cls, struct heap *h)
         atomic_store_explicit(&abandoned[cls], r->next, memory_order_relaxed);
         if (r->next)
             r->next->prev = NULL;
-        else
-            abandoned_tail[cls] = NULL;
         abandoned_n--;
     }
     pthread_mutex_unlock(&abandoned_mutex);

@@ -7,8 +7,9 @@
 #include "policy.h"
 
 const struct policy_key policy_keys[PK_COUNT] = {
-#define POLICY_KEY(id, sec, key, env, type, def, lo, hi, meson, compiled, help) \
-    [PK_##id] = { sec, key, env, type, def, lo, hi, meson, compiled, help },
+#define POLICY_KEY(id, meson, name, sec, key, env, type, field, snap, def, lo, hi, compiled, help) \
+    [PK_##id] = { meson, name, sec, key, env, type, offsetof(struct policy, field),     \
+                  sizeof ((struct policy *)0)->field, def, lo, hi, compiled, help },
 #include "keys.def"
 #undef POLICY_KEY
 };
@@ -164,11 +165,33 @@ static const char *size_text(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
+/* Fields are 1, 2, 4 or 8 bytes wide (keys.def's type column picks the width). */
+static void field_store(void *f, unsigned size, uint64_t v)
+{
+    switch (size) {
+    case 1: *(uint8_t *)f = (uint8_t)v; break;
+    case 2: *(uint16_t *)f = (uint16_t)v; break;
+    case 4: *(uint32_t *)f = (uint32_t)v; break;
+    default: *(uint64_t *)f = v; break;
+    }
+}
+
+static uint64_t field_load(const void *f, unsigned size)
+{
+    switch (size) {
+    case 1: return *(const uint8_t *)f;
+    case 2: return *(const uint16_t *)f;
+    case 4: return *(const uint32_t *)f;
+    default: return *(const uint64_t *)f;
+    }
+}
+
 const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, const char *v,
                        uint8_t source, uint32_t line, const char **warning)
 {
     static __thread char expect[160];
     const struct policy_key *key = &policy_keys[k];
+    void *field = (char *)p + key->off;
     int b;
     uint64_t u;
     uint32_t m;
@@ -185,18 +208,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
                 *warning = warn;
             b = 0;
         }
-        if (k == PK_PHASE90) p->phase90 = (uint8_t)b;
-        if (k == PK_PHASE91) p->phase91 = (uint8_t)b;
-        if (k == PK_PHASE93) p->phase93 = (uint8_t)b;
-        if (k == PK_PHASE94) p->phase94 = (uint8_t)b;
-        if (k == PK_PHASE95) p->phase95 = (uint8_t)b;
-        if (k == PK_PHASE96) p->phase96 = (uint8_t)b;
-        if (k == PK_PHASE97) p->phase97 = (uint8_t)b;
-        if (k == PK_PHASE99) p->phase99 = (uint8_t)b;
-        if (k == PK_PHASE100) p->phase100 = (uint8_t)b;
-        if (k == PK_OBSERVE) p->observe = (uint8_t)b;
-        if (k == PK_STATS) p->stats = (uint8_t)b;
-        if (k == PK_VERBOSE) p->verbose = (uint8_t)b;
+        field_store(field, key->size, (uint64_t)b);
         break;
     case PT_UINT:
         if (!parse_uint(v, &u, 0) || u < key->lo || u > key->hi) {
@@ -204,8 +216,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
                      (unsigned long long)key->lo, (unsigned long long)key->hi);
             return expect;
         }
-        if (k == PK_SLOTS_CAPACITY) p->slots_cap = (uint16_t)u;
-        if (k == PK_PURGE_DELAY) p->purge_delay_ms = (uint32_t)u;
+        field_store(field, key->size, u);
         break;
     case PT_SIZE:
         if (!parse_uint(v, &u, 1) || u < key->lo || u > key->hi) {
@@ -213,41 +224,41 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
                      size_text(key->lo, lo, sizeof lo), size_text(key->hi, hi, sizeof hi));
             return expect;
         }
-        if (k == PK_PURGE_RETAIN) p->purge_cap = u;
-        if (k == PK_LARGE_CACHE) p->large_cache_bytes = u;
-        if (k == PK_LARGE_ARENA_MAX) p->large_arena_max = u;
+        field_store(field, key->size, u);
         break;
     case PT_CLASSES:
         if (!parse_classes(v, &m))
             return "expected tiny classes C0-C20 as a list or range (C5-C20, C2,C5) or none";
-        p->slots_mask = m;
+        field_store(field, key->size, m);
         break;
     case PT_ROUTE:
         if (cls < HAK_NTINY) {
             if (!strcasecmp(v, "slots"))
-                p->route_set[cls] = ROUTE_SLOTS;
+                ((uint8_t *)field)[cls] = ROUTE_SLOTS;
             else if (!strcasecmp(v, "tlist"))
-                p->route_set[cls] = ROUTE_TLIST;
+                ((uint8_t *)field)[cls] = ROUTE_TLIST;
             else
                 return "expected slots or tlist (tiny classes C0-C20)";
         } else {
             if (strcasecmp(v, "mid"))
                 return "expected mid (classes C21-C52 have one route)";
-            p->route_set[cls] = ROUTE_MID;
+            ((uint8_t *)field)[cls] = ROUTE_MID;
         }
         p->route_origin[cls] = (struct policy_origin){ source, line };
         return NULL;
     case PT_STRING:
-        if (!*v || strlen(v) >= sizeof p->observe_output)
-            return "expected stderr or a file path (at most 255 characters)";
-        if (k == PK_OBSERVE_OUTPUT)
-            snprintf(p->observe_output, sizeof p->observe_output, "%s", v);
+        if (!*v || strlen(v) >= key->size) {
+            snprintf(expect, sizeof expect, "expected stderr or a file path (at most %u characters)",
+                     key->size - 1u);
+            return expect;
+        }
+        memcpy(field, v, strlen(v) + 1);
         break;
     case PT_MISUSE:
         if (!strcasecmp(v, "report"))
-            p->on_misuse_abort = 0;
+            field_store(field, key->size, 0);
         else if (!strcasecmp(v, "abort"))
-            p->on_misuse_abort = 1;
+            field_store(field, key->size, 1);
         else
             return "expected report or abort";
         break;
@@ -258,37 +269,26 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
 
 void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, char *buf, size_t len)
 {
+    const struct policy_key *key = &policy_keys[k];
+    const void *field = (const char *)p + key->off;
+    uint64_t u = key->type == PT_ROUTE || key->type == PT_STRING ? 0 : field_load(field, key->size);
     char tmp[24];
-    switch (k) {
-    case PK_PHASE90:        snprintf(buf, len, "%s", p->phase90 ? "on" : "off"); break;
-    case PK_PHASE91:        snprintf(buf, len, "%s", p->phase91 ? "on" : "off"); break;
-    case PK_PHASE93:        snprintf(buf, len, "%s", p->phase93 ? "on" : "off"); break;
-    case PK_PHASE94:        snprintf(buf, len, "%s", p->phase94 ? "on" : "off"); break;
-    case PK_PHASE95:        snprintf(buf, len, "%s", p->phase95 ? "on" : "off"); break;
-    case PK_PHASE96:        snprintf(buf, len, "%s", p->phase96 ? "on" : "off"); break;
-    case PK_PHASE97:        snprintf(buf, len, "%s", p->phase97 ? "on" : "off"); break;
-    case PK_PHASE99:        snprintf(buf, len, "%s", p->phase99 ? "on" : "off"); break;
-    case PK_PHASE100:       snprintf(buf, len, "%s", p->phase100 ? "on" : "off"); break;
-    case PK_OBSERVE:        snprintf(buf, len, "%s", p->observe ? "on" : "off"); break;
-    case PK_STATS:          snprintf(buf, len, "%s", p->stats ? "on" : "off"); break;
-    case PK_VERBOSE:        snprintf(buf, len, "%s", p->verbose ? "on" : "off"); break;
-    case PK_SLOTS_CAPACITY: snprintf(buf, len, "%u", p->slots_cap); break;
-    case PK_PURGE_RETAIN:   snprintf(buf, len, "%s", size_text(p->purge_cap, tmp, sizeof tmp)); break;
-    case PK_PURGE_DELAY:    snprintf(buf, len, "%u", p->purge_delay_ms); break;
-    case PK_LARGE_CACHE:    snprintf(buf, len, "%s", size_text(p->large_cache_bytes, tmp, sizeof tmp)); break;
-    case PK_LARGE_ARENA_MAX: snprintf(buf, len, "%s", size_text(p->large_arena_max, tmp, sizeof tmp)); break;
-    case PK_OBSERVE_OUTPUT: snprintf(buf, len, "%s", p->observe_output); break;
-    case PK_ON_MISUSE:      snprintf(buf, len, "%s", p->on_misuse_abort ? "abort" : "report"); break;
-    case PK_ROUTE:          snprintf(buf, len, "%s", class_route_name(p->route[cls])); break;
-    case PK_SLOTS_CLASSES: {
+    switch (key->type) {
+    case PT_BOOL:   snprintf(buf, len, "%s", u ? "on" : "off"); break;
+    case PT_UINT:   snprintf(buf, len, "%llu", (unsigned long long)u); break;
+    case PT_SIZE:   snprintf(buf, len, "%s", size_text(u, tmp, sizeof tmp)); break;
+    case PT_STRING: snprintf(buf, len, "%s", (const char *)field); break;
+    case PT_MISUSE: snprintf(buf, len, "%s", u ? "abort" : "report"); break;
+    case PT_ROUTE:  snprintf(buf, len, "%s", class_route_name(p->route[cls])); break;   /* effective */
+    case PT_CLASSES: {
         /* runs of two or more as ranges, the form parse_classes reads back */
         size_t n = 0;
         buf[0] = 0;
         for (unsigned c = 0; c < HAK_NTINY && n + 12 < len; c++) {
-            if (!((p->slots_mask >> c) & 1))
+            if (!((u >> c) & 1))
                 continue;
             unsigned e = c;
-            while (e + 1 < HAK_NTINY && ((p->slots_mask >> (e + 1)) & 1))
+            while (e + 1 < HAK_NTINY && ((u >> (e + 1)) & 1))
                 e++;
             n += (size_t)snprintf(buf + n, len - n, e > c ? "%sC%u-C%u" : "%sC%u", n ? "," : "", c, e);
             c = e;
@@ -297,7 +297,6 @@ void policy_format(const struct policy *p, enum policy_key_id k, unsigned cls, c
             snprintf(buf, len, "none");
         break;
     }
-    default: snprintf(buf, len, "?"); break;
     }
 }
 
@@ -406,13 +405,18 @@ void policy_snapshot_build(struct policy_snapshot *s)
         __atomic_store_n(&s->route[c], r, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&s->route[SLOT_CLASS_NONE], ROUTE_NONE, __ATOMIC_RELAXED);
-    s->slots_cap = g->slots_cap ? g->slots_cap : 1;
-    s->phase90 = (uint8_t)(HAK_PHASE90 && g->phase90);
-    s->phase91 = (uint8_t)(HAK_PHASE91 && g->phase91);
+    s->slots_cap = (uint16_t)(g->slots_cap ? g->slots_cap : 1);
+    /* relaxed stores: a publisher may clear a flag (phase100) while its owner rebuilds */
+#define POLICY_SNAP_0(field, compiled)
+#define POLICY_SNAP_1(field, compiled) \
+    __atomic_store_n(&s->field, (uint8_t)((compiled) && g->field), __ATOMIC_RELAXED);
+#define POLICY_KEY(id, meson, name, sec, key, env, type, field, snap, def, lo, hi, compiled, help) \
+    POLICY_SNAP_##snap(field, compiled)
+#include "keys.def"
+#undef POLICY_KEY
+#undef POLICY_SNAP_1
+#undef POLICY_SNAP_0
     s->table91_max = s->phase91 ? HAK_TINY_MAX : 0;
-    s->phase93 = (uint8_t)(HAK_PHASE93 && g->phase93);
-    __atomic_store_n(&s->phase100, (uint8_t)(HAK_PHASE100 && g->phase100), __ATOMIC_RELAXED);
-    s->observe = (uint8_t)(HAK_OBSERVE && g->observe);
 #if HAK_PHASE91
     for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
         unsigned cls = class_of_size(i);

@@ -21,11 +21,13 @@ enum policy_key_id {
 };
 
 struct policy_key {
+    const char *meson;          /* Meson option that compiles it in, "" if always there */
+    const char *name;           /* what a phase does, in a word or two */
     const char *section, *key, *env;
     enum policy_type type;
+    uint16_t off, size;         /* its field in struct policy */
     const char *def;
     uint64_t lo, hi;
-    const char *meson;          /* Meson option that compiles it in, "" if always there */
     int compiled;
     const char *help;
 };
@@ -40,26 +42,33 @@ struct policy_origin {
     uint32_t line;
 };
 
+/* Each key's field, by its type: the setters and formatters reach it by offset and size.
+ * Scalars first, so the cold paths' reads (purge caps, phase flags) share a cache line. */
+#define POLICY_SCALAR_PT_BOOL(f)    uint8_t f;
+#define POLICY_SCALAR_PT_UINT(f)    uint32_t f;
+#define POLICY_SCALAR_PT_SIZE(f)    uint64_t f;
+#define POLICY_SCALAR_PT_CLASSES(f) uint32_t f;             /* bit mask of tiny classes */
+#define POLICY_SCALAR_PT_MISUSE(f)  uint8_t f;              /* 1: abort */
+#define POLICY_SCALAR_PT_ROUTE(f)
+#define POLICY_SCALAR_PT_STRING(f)
+#define POLICY_ARRAY_PT_ROUTE(f)    uint8_t f[HAK_NCLASSES];  /* explicit [route] Cn, 0 = derive */
+#define POLICY_ARRAY_PT_STRING(f)   char f[256];
+#define POLICY_ARRAY_PT_BOOL(f)
+#define POLICY_ARRAY_PT_UINT(f)
+#define POLICY_ARRAY_PT_SIZE(f)
+#define POLICY_ARRAY_PT_CLASSES(f)
+#define POLICY_ARRAY_PT_MISUSE(f)
+
 struct policy {
     uint8_t  route[HAK_NCLASSES];        /* effective route per class (derived) */
-    uint8_t  route_set[HAK_NCLASSES];    /* explicit [route] Cn, 0 = derive from [slots] */
-    uint32_t slots_mask;                 /* tiny classes with inline slots */
-    uint16_t slots_cap;                  /* 1..HAK_SLOTS_CAP_MAX */
-    uint8_t  phase90, phase91, phase93, observe;  /* effective: 0 when compiled out */
-    uint8_t  phase94;                    /* read when an arena is mapped, not snapshotted */
-    uint8_t  phase95;                    /* read when chunks are released, not snapshotted */
-    uint8_t  phase96;                    /* read when a region is taken, not snapshotted */
-    uint8_t  phase97;                    /* read by each remote free, not snapshotted */
-    uint8_t  phase99;                    /* read when chunks are released, not snapshotted */
-    uint8_t  phase100;
-    uint8_t  on_misuse_abort;
-    uint8_t  stats;                      /* [stats] enabled: the totals at exit */
-    uint8_t  verbose;                    /* [stats] verbose: the start-up report */
-    uint64_t purge_cap;                  /* bytes of empty regions kept unpurged */
-    uint32_t purge_delay_ms;             /* ... and how long more may wait past that */
-    uint64_t large_cache_bytes;          /* free pages of large blocks on their own mappings */
-    uint64_t large_arena_max;            /* large blocks up to this size live in the arenas */
-    char     observe_output[256];
+    /* Flags are effective: 0 when compiled out.  Those not in the snapshot are read where
+     * their phase acts (an arena mapped, chunks released, a remote free), not per malloc. */
+#define POLICY_KEY(id, meson, name, sec, key, env, type, field, ...) POLICY_SCALAR_##type(field)
+#include "keys.def"
+#undef POLICY_KEY
+#define POLICY_KEY(id, meson, name, sec, key, env, type, field, ...) POLICY_ARRAY_##type(field)
+#include "keys.def"
+#undef POLICY_KEY
     char     file[256];                  /* the INI file loaded, "" if none */
     struct policy_origin origin[PK_COUNT];
     struct policy_origin route_origin[HAK_NCLASSES];
@@ -74,7 +83,10 @@ struct policy {
 
 /* The route bytes and table are read by the owner's hot path with relaxed atomic
  * loads and overwritten with ROUTE_NONE by a publisher: that is how a new policy
- * reaches a thread that never misses (cold/publish.c). */
+ * reaches a thread that never misses (cold/publish.c).
+ * Written by hand, not from keys.def, because its layout is the hot path's: a key marked
+ * for the snapshot in keys.def needs a flag of its field's name here, placed where the
+ * hot path wants it; policy_snapshot_build copies it. */
 struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES + 1];    /* and SLOT_CLASS_NONE's: always ROUTE_NONE */
     uint8_t  phase90, phase91, phase93, observe;

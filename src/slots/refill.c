@@ -133,11 +133,8 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
             cr->scan = 1;   /* stopped at the limit: the rest are seen next time */
         cr->list = s;       /* the next scan goes on from here: every region gets its turn */
     }
-    /* One abandoned region at most: adopting until one had room walked, for each thread,
-     * every full region the threads before it had left (quadratic when threads come and
-     * go); full ones wait at the back of the line (arena_region_abandon). */
-    struct region *s = arena_region_adopt(cls, h);
-    if (s != NULL) {
+    struct region *s;
+    while ((s = arena_region_adopt(cls, h)) != NULL) {
         heap_list_add(h, s);
         if ((n = region_take(s, out, want))) {
             cr->cur = s;
@@ -277,7 +274,7 @@ HAK_COLD void heap_regions_release(struct heap *h)
             if (r->used == 0)
                 arena_region_release(r);
             else
-                arena_region_abandon(r, region_has_blocks(r));
+                arena_region_abandon(r);
         }
         cr->cur = NULL;
         cr->n = 0;

@@ -204,11 +204,10 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
      * a consumer frees would otherwise carve its spans to the end first). */
     if (unlikely(atomic_load_explicit(&h->span_remote, memory_order_relaxed)))
         span_merge_pending(h);
-    unsigned tries = 0;
     for (;;) {
         struct span_node *x = bin_first(h, b, &fb);
         if (unlikely(x == NULL)) {
-            if (!span_refill(h, &tries)) {
+            if (!span_refill(h)) {
                 errno = ENOMEM;
                 return NULL;
             }

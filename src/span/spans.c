@@ -40,18 +40,14 @@ HAK_COLD int span_merge_pending(struct heap *h)
 }
 
 /* No free run fits: the quick cache is merged, else an abandoned span adopted, else a new
- * one taken from the arenas.  *tries counts the calls of one carve: an abandoned span is
- * adopted on the first only, so a carve that finds no fit in it takes a new span.  Adopting
- * until one fits walked every fragmented span abandoned so far, and a thread that then
- * exited abandoned them all again for the next one: threads that come and go paid for all
- * their predecessors (quadratic in the number of threads).  0: out of memory. */
-HAK_COLD int span_refill(struct heap *h, unsigned *tries)
+ * one taken from the arenas.  0: out of memory. */
+HAK_COLD int span_refill(struct heap *h)
 {
     if (h->span.quick_bytes) {
         span_quick_flush(h);
         return 1;
     }
-    struct region *r = (*tries)++ == 0 ? arena_region_adopt(HAK_CLS_SPAN, h) : NULL;
+    struct region *r = arena_region_adopt(HAK_CLS_SPAN, h);
     if (r != NULL) {
         span_list_add(h, r);
         span_link_runs(h, r);
@@ -188,7 +184,7 @@ HAK_COLD void span_release_all(struct heap *h)
         if (r->used == 0)
             span_release(r);
         else
-            arena_region_abandon(r, r->span_avail != 0);
+            arena_region_abandon(r);
     }
     h->span.empty = NULL;
 }

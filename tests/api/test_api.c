@@ -8,9 +8,14 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "variant_check.h"
 
 /* Sizes on both sides of every class boundary, then large ones. */
 static size_t boundary_sizes(size_t *out)
@@ -48,11 +53,13 @@ START_TEST(test_alignment_16)
         free(keep[n - 16]);
     for (size_t n = 4096; n < ((size_t)8 << 20); n = n * 5 / 4 + 3) {
         void *p = malloc(n);
+        ck_assert_ptr_nonnull(p);               /* NULL would pass the modulo */
         ck_assert_uint_eq((uintptr_t)p % 16, 0);
         free(p);
     }
     for (size_t n = 1; n < 16; n++) {          /* smaller requests: aligned to their class */
         void *p = malloc(n);
+        ck_assert_ptr_nonnull(p);
         ck_assert_uint_eq((uintptr_t)p % (n <= 8 ? 8 : 16), 0);
         free(p);
     }
@@ -161,19 +168,24 @@ START_TEST(test_alignments_up_to_4mib)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             void *p = NULL;
             ck_assert_int_eq(posix_memalign(&p, al, sizes[i]), 0);
+            ck_assert_ptr_nonnull(p);               /* NULL would pass the modulo */
             ck_assert_uint_eq((uintptr_t)p % al, 0);
             ck_assert_uint_ge(malloc_usable_size(p), sizes[i]);
             memset(p, 0xCD, sizes[i]);
             free(p);
             p = aligned_alloc(al, sizes[i]);
+            ck_assert_ptr_nonnull(p);
             ck_assert_uint_eq((uintptr_t)p % al, 0);
             free(p);
             p = memalign(al, sizes[i]);
+            ck_assert_ptr_nonnull(p);
             ck_assert_uint_eq((uintptr_t)p % al, 0);
             free(p);
         }
     }
     void *v = valloc(100), *pv = pvalloc(5000);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_nonnull(pv);
     ck_assert_uint_eq((uintptr_t)v % 4096, 0);
     ck_assert_uint_eq((uintptr_t)pv % 4096, 0);
     ck_assert_uint_ge(malloc_usable_size(pv), 8192);
@@ -187,10 +199,15 @@ START_TEST(test_usable_size_writable)
     ck_assert_uint_eq(malloc_usable_size(NULL), 0);
     for (size_t n = 0; n < ((size_t)3 << 20); n = n < 64 ? n + 1 : n * 9 / 8) {
         unsigned char *p = malloc(n);
+        ck_assert_ptr_nonnull(p);
         size_t u = malloc_usable_size(p);
         ck_assert_uint_ge(u, n);
+        /* every usable byte holds what was written (a usable size of 0 only for 0 bytes) */
+        ck_assert_msg(u > 0 || n == 0, "malloc(%zu): usable size 0", n);
         memset(p, 0xEE, u);
-        ck_assert_uint_eq(p[u ? u - 1 : 0], u ? 0xEE : p[0]);
+        for (size_t k = 0; k < u; k++)
+            if (p[k] != 0xEE)
+                ck_abort_msg("malloc(%zu): usable byte %zu of %zu not writable", n, k, u);
         free(p);
     }
 }
@@ -320,11 +337,14 @@ START_TEST(test_libc_names)
     ck_assert_int_eq(errno, ENOMEM);
 
     void *m = __libc_memalign(4096, 100);
+    ck_assert_ptr_nonnull(m);
     ck_assert_uint_eq((uintptr_t)m % 4096, 0);
     ck_assert_uint_ge(hak_malloc_usable_size(m), 100);
     free(m);
     void *v = __libc_valloc(10);
     void *pv = __libc_pvalloc(5000);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_nonnull(pv);
     ck_assert_uint_eq((uintptr_t)v % 4096, 0);
     ck_assert_uint_eq((uintptr_t)pv % 4096, 0);
     ck_assert_uint_ge(hak_malloc_usable_size(pv), 8192);
@@ -339,6 +359,46 @@ END_TEST
 extern void free_sized(void *, size_t);
 extern void free_aligned_sized(void *, size_t, size_t);
 
+/* p was freed: hak_malloc_usable_size(p) must say so.  Asked in a child (with on_misuse =
+ * abort, the hardened default, the report ends the process): hakmem reports the pointer
+ * (a use after free, or no block starting there once a mid block merged with its free
+ * neighbours) on stderr and then returns 0 (report) or aborts (abort).  A block still live gives
+ * its size and no report, and fails either way. */
+static void assert_freed(void *p, const char *what, size_t size)
+{
+    char mode[32] = "", out[1024];
+    ck_assert_int_eq(hak_policy_get("safety.on_misuse", mode, sizeof mode, NULL, 0), 0);
+    int abort_expected = strcmp(mode, "abort") == 0;
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 2);                 /* the report goes into the pipe */
+        size_t u = hak_malloc_usable_size(p);
+        dprintf(fd[1], "usable=%zu\n", u);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof out - 1 && (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = 0;
+    close(fd[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(strstr(out, "hakmem: malloc_usable_size(") != NULL,
+                  "%s(%zu bytes): no misuse report for the freed block; child said: %s", what, size, out);
+    if (abort_expected)
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+                      "%s(%zu bytes): on_misuse = abort, yet the child went on (status %#x): %s", what, size, st, out);
+    else
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "usable=0\n"),
+                      "%s(%zu bytes): freed block has a usable size (status %#x): %s", what, size, st, out);
+}
+
 START_TEST(test_free_sized)
 {
     static const size_t sizes[] = { 1, 16, 100, 1000, 5000, 70000, (size_t)1 << 20 };
@@ -346,6 +406,7 @@ START_TEST(test_free_sized)
         void *p[7], *q[7];
         for (int i = 0; i < 7; i++) {
             p[i] = malloc(sizes[i]);
+            ck_assert_ptr_nonnull(p[i]);
             ck_assert_int_eq(posix_memalign(&q[i], 256, sizes[i]), 0);
             memset(p[i], 1, sizes[i]);
             memset(q[i], 2, sizes[i]);
@@ -353,11 +414,9 @@ START_TEST(test_free_sized)
         for (int i = 0; i < 7; i++) {
             free_sized(p[i], sizes[i]);
             free_aligned_sized(q[i], 256, sizes[i]);
-            /* freed: hakmem reports the pointer and gives 0 (hardened aborts instead) */
-            if (!HAK_HARDENED) {
-                ck_assert_uint_eq(hak_malloc_usable_size(p[i]), 0);
-                ck_assert_uint_eq(hak_malloc_usable_size(q[i]), 0);
-            }
+            /* freed, in every build: reported (and 0, or an abort where misuse aborts) */
+            assert_freed(p[i], "free_sized", sizes[i]);
+            assert_freed(q[i], "free_aligned_sized", sizes[i]);
         }
     }
     free_sized(NULL, 0);
@@ -365,8 +424,10 @@ START_TEST(test_free_sized)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    variant_check(argv);            /* under tests/equivalence: the variant is in force */
     Suite *su = suite_create("api");
     TCase *tc = tcase_create("posix");
     tcase_set_timeout(tc, 60);

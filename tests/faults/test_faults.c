@@ -42,8 +42,12 @@ START_TEST(test_every_call_fails_cleanly)
     enum { MAX = 1 << 20 };
     void **tiny = malloc(MAX * sizeof *tiny);
     size_t n = 0;
-    while (n < MAX && (tiny[n] = hak_malloc(1024)) != NULL)
-        n++;
+    for (; n < MAX; n++) {
+        errno = EDOM;                         /* a sentinel: the failing call must set ENOMEM */
+        if ((tiny[n] = hak_malloc(1024)) == NULL)
+            break;
+        ck_assert_int_eq(errno, EDOM);        /* a success leaves errno alone */
+    }
     ck_assert_uint_lt(n, MAX);
     ck_assert_int_eq(errno, ENOMEM);
     /* mid: no chunk is left for a new region either */
@@ -76,6 +80,7 @@ START_TEST(test_fail_midway_through_refills)
         os_fail_after(after);
         for (unsigned i = 0; i < 512; i++) {
             size_t sz = (size_t)16 << (i % 15);          /* 16 B .. 256 KiB, then large */
+            errno = EDOM;                             /* not left over from the last failure */
             blk[i] = hak_malloc(sz + (i % 3 == 0 ? 300000 : 0));
             if (blk[i])
                 memset(blk[i], (int)i, 16), got++;
@@ -139,14 +144,23 @@ START_TEST(test_rlimit_as_child)
             _exit(10);
         static void *blk[4096];
         size_t n = 0;
-        while (n < 4096 && (blk[n] = hak_malloc(1 << 20)) != NULL)
-            memset(blk[n++], 7, 4096);
+        for (; n < 4096; n++) {
+            errno = EDOM;                         /* a sentinel, not a leftover ENOMEM */
+            if ((blk[n] = hak_malloc(1 << 20)) == NULL)
+                break;
+            memset(blk[n], 7, 4096);
+        }
         if (n == 4096 || errno != ENOMEM)
             _exit(11);                            /* the limit never bit, or wrong errno */
         size_t small = 0;
         void *s;
-        while ((s = hak_malloc(3000)) != NULL && small < (1u << 22))
-            small++;
+        for (;;) {
+            errno = EDOM;
+            if ((s = hak_malloc(3000)) == NULL || ++small >= (1u << 22))
+                break;
+        }
+        if (s != NULL)
+            _exit(14);                            /* 4 Mi blocks of 3000 bytes under the limit */
         if (errno != ENOMEM)
             _exit(12);
         for (size_t i = 0; i < n; i++)

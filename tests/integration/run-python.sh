@@ -56,6 +56,9 @@ scenario() {
     step workload "$PY" workload.py
     step threads "$PY" -c "$THREADS_PY"
     step exitcode "$PY" -c 'import sys; d = {i: str(i) * 10 for i in range(100000)}; print(len(d)); sys.exit(3)'
+    # PYTHONMALLOC=malloc: every object, small ones too, from malloc (hakmem), not pymalloc's arenas
+    step workload-malloc env PYTHONMALLOC=malloc "$PY" workload.py
+    step threads-malloc env PYTHONMALLOC=malloc "$PY" -c "$THREADS_PY"
 }
 run_scenario scenario
 finish

@@ -3,6 +3,7 @@
  * meson_options.txt, and a published policy reaches every running thread at its next call. */
 #include <check.h>
 #include "check_run.h"
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -310,19 +311,27 @@ END_TEST
 
 START_TEST(test_shipped_configs_load)
 {
-    static const char *files[] = { "default.ini", "phase91-off.ini", "phase90-off.ini", "phases-off.ini",
-        "slots-off.ini", "slots-all.ini", "observe-on.ini", "lean.ini", "phase93-off.ini",
-        "phase94-on.ini", "phase95-off.ini", "phase96-off.ini", "phase97-off.ini",
-        "phase99-off.ini", "phase100-off.ini" };
-    for (unsigned i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char f[512];
-        snprintf(f, sizeof f, "%s/config/%s", srcdir, files[i]);
+    /* every file there, so a new one is checked without being listed */
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/config", srcdir);
+    DIR *cfg = opendir(dir);
+    ck_assert_ptr_nonnull(cfg);
+    unsigned n = 0;
+    for (struct dirent *e; (e = readdir(cfg)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".ini"))
+            continue;
+        char f[1024];
+        snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
         struct policy p;
         struct lines l = { .n = 0 };
         policy_defaults(&p);
         ck_assert_msg(policy_apply_ini(&p, f, collect, &l) == 0, "%s: %s", f, l.text[0]);
         ck_assert_str_eq(p.file, f);
+        n++;
     }
+    closedir(cfg);
+    ck_assert_uint_ge(n, 2);
     /* default.ini says exactly the compiled defaults */
     char f[512];
     snprintf(f, sizeof f, "%s/config/default.ini", srcdir);
@@ -332,15 +341,58 @@ START_TEST(test_shipped_configs_load)
     policy_apply_ini(&p, f, collect, &l);
     policy_defaults(&d);
     assert_defaults(&p);
-    ck_assert_uint_eq(p.purge_cap, d.purge_cap);
-    ck_assert_uint_eq(p.phase94, d.phase94);
-    ck_assert_uint_eq(p.phase95, d.phase95);
-    ck_assert_uint_eq(p.phase96, d.phase96);
-    ck_assert_uint_eq(p.phase97, d.phase97);
-    ck_assert_uint_eq(p.phase99, d.phase99);
-    ck_assert_uint_eq(p.phase100, d.phase100);
-    ck_assert_uint_eq(p.large_cache_bytes, d.large_cache_bytes);
-    ck_assert_uint_eq(p.on_misuse_abort, HAK_HARDENED ? 0 : d.on_misuse_abort);  /* hardened aborts by default */
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        if (k == PK_ROUTE || (HAK_HARDENED && k == PK_ON_MISUSE))   /* hardened aborts by default */
+            continue;
+        char got[300], want[300];
+        policy_format(&p, (enum policy_key_id)k, 0, got, sizeof got);
+        policy_format(&d, (enum policy_key_id)k, 0, want, sizeof want);
+        ck_assert_msg(!strcmp(got, want), "default.ini: [%s] %s = %s, compiled default %s",
+                      policy_keys[k].section, policy_keys[k].key, got, want);
+    }
+}
+END_TEST
+
+/* Every key of keys.def reaches its own field: set to a value other than its default, it
+ * prints that value back, and no other key changes. */
+START_TEST(test_every_key_round_trips)
+{
+    static const char *other[] = {
+        [PT_BOOL] = "", [PT_UINT] = "7", [PT_SIZE] = "3M", [PT_CLASSES] = "C2,C5-C7",
+        [PT_STRING] = "/tmp/hak-obs.txt", [PT_MISUSE] = "",
+    };
+    for (unsigned k = 0; k < PK_COUNT; k++) {
+        const struct policy_key *pk = &policy_keys[k];
+        if (pk->type == PT_ROUTE)
+            continue;
+        struct policy d, p;
+        char before[300], v[300], after[300];
+        policy_defaults(&d);
+        p = d;
+        policy_format(&d, (enum policy_key_id)k, 0, before, sizeof before);
+        const char *set = other[pk->type];
+        if (pk->type == PT_BOOL)
+            set = strcmp(before, "on") ? "on" : "off";
+        if (pk->type == PT_MISUSE)
+            set = strcmp(before, "abort") ? "abort" : "report";
+        snprintf(v, sizeof v, "%s", set);
+        const char *warn = NULL;
+        ck_assert_ptr_null(policy_set(&p, (enum policy_key_id)k, 0, v, SRC_ENV, 0, &warn));
+        policy_format(&p, (enum policy_key_id)k, 0, after, sizeof after);
+        if (warn)       /* a phase compiled out stays off */
+            ck_assert_str_eq(after, "off");
+        else
+            ck_assert_msg(!strcmp(after, v), "[%s] %s: set %s, reads %s", pk->section, pk->key, v, after);
+        ck_assert_uint_eq(p.origin[k].source, SRC_ENV);
+        for (unsigned j = 0; j < PK_COUNT; j++) {
+            if (j == k || policy_keys[j].type == PT_ROUTE)
+                continue;
+            policy_format(&p, (enum policy_key_id)j, 0, after, sizeof after);
+            policy_format(&d, (enum policy_key_id)j, 0, before, sizeof before);
+            ck_assert_msg(!strcmp(after, before), "setting [%s] %s changed [%s] %s", pk->section, pk->key,
+                          policy_keys[j].section, policy_keys[j].key);
+        }
+    }
 }
 END_TEST
 
@@ -360,7 +412,18 @@ START_TEST(test_table_matches_meson_options)
             continue;
         char opt[64];
         snprintf(opt, sizeof opt, "option('%s', type: 'boolean'", policy_keys[k].meson);
-        ck_assert_msg(strstr(buf, opt) != NULL, "meson_options.txt lacks %s", opt);
+        const char *o = strstr(buf, opt);
+        ck_assert_msg(o != NULL, "meson_options.txt lacks %s", opt);
+        if (!*policy_keys[k].name)
+            continue;
+        /* the option's description names the phase as every listing does */
+        char named[64], desc[512];
+        snprintf(named, sizeof named, "(%s)", policy_keys[k].name);
+        const char *d = strstr(o, "description: '");
+        ck_assert_ptr_nonnull(d);
+        ck_assert_int_eq(sscanf(d, "description: '%511[^']'", desc), 1);
+        ck_assert_msg(strstr(desc, named) != NULL, "meson_options.txt: %s's description lacks %s",
+                      policy_keys[k].meson, named);
     }
     for (char *s = buf; (s = strstr(s, "option('")) != NULL; s++) {
         char name[64];
@@ -491,6 +554,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_compiled_out_phase_warns);
     tcase_add_test(tc, test_env_beats_ini);
     tcase_add_test(tc, test_shipped_configs_load);
+    tcase_add_test(tc, test_every_key_round_trips);
     tcase_add_test(tc, test_table_matches_meson_options);
     tcase_add_test(tc, test_epoch_bound_threads);
     tcase_add_test(tc, test_load_bad_file_keeps_policy);

@@ -25,7 +25,7 @@
  * from the allocator, a misaligned pointer, malloc_usable_size() < size, a
  * "hakmem:" line on stderr (fd 2 is captured into a temporary file and echoed
  * at exit or on a fatal signal), a thread making no progress for --hang
- * seconds, or a final RSS above 64 MiB + 2 x the maximum live bytes.
+ * seconds (default 30 x CK_TIMEOUT_MULTIPLIER), or a final RSS above 64 MiB + 2 x the maximum live bytes.
  *
  * At the end everything is freed and one summary line is printed on stdout:
  *
@@ -795,6 +795,11 @@ static void start_thread(struct worker *w)
 
 int main(int argc, char **argv)
 {
+    /* the hang bound's default (30 s) scales like every test timeout (CK_TIMEOUT_MULTIPLIER,
+     * which scripts/run-tests.sh sets with meson's --timeout-multiplier); --hang overrides */
+    const char *mult = getenv("CK_TIMEOUT_MULTIPLIER");
+    if (mult && atof(mult) > 1.0)
+        opt.hang *= atof(mult);
     parse_args(argc, argv);
     if (opt.capture)
         cap_start();

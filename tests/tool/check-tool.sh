@@ -101,10 +101,11 @@ t config check syntax.ini
 [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q 'file not loaded' "$tmp/err" \
   || fail "errors after 'file not loaded': $(cat "$tmp/err")"
 t config list
-list90=$(awk '$1 == "[phases]" && $2 == "phase90" { print $5 }' "$tmp/out")
+list90=$(awk 'NR == 1 { c = index($0, "DEFAULT") } $1 == "[phases]" && $2 == "phase90" { split(substr($0, c), f, " "); print f[1] }' "$tmp/out")
 t config show
 show90=$(awk '$1 == "phases.phase90" { print $3 }' "$tmp/out")
-doc90=$(grep -F '`[phases] phase90`' "$src/docs/POLICY.md" | awk -F'|' '{ gsub(/[ `]/, "", $5); print $5 }')
+doc90=$(awk -F'|' '/^\| INI \|/ { for (i = 1; i <= NF; i++) if ($i ~ /^ *default *$/) c = i }
+                 index($0, "`[phases] phase90`") { gsub(/[ `]/, "", $c); print $c }' "$src/docs/POLICY.md")
 [ "$list90" = off ] && [ "$show90" = off ] && [ "$doc90" = off ] \
   || fail "Phase 90's default: list '$list90', show '$show90', POLICY.md '$doc90'"
 

@@ -20,7 +20,7 @@
 static uintptr_t take(unsigned chunks, int *clean)
 {
     uintptr_t a = arena_take(chunks, clean);
-    if (a == 0) {                   /* no room yet: map an arena, as region_pool.c does */
+    if (a == 0) {                   /* no room yet: map an arena, as arena/pool.c does */
         unsigned n;
         uintptr_t m = arena_map(chunks, &n, 0);
         ck_assert(m != 0 && arena_add(m, n));
@@ -31,13 +31,31 @@ static uintptr_t take(unsigned chunks, int *clean)
     return a;
 }
 
+/* Takes every free chunk of the arenas there are, then adds a fresh arena: the next takes
+ * come from its start, chunk after chunk (arena_take looks at the arenas in order), so a
+ * test knows where its runs lie instead of hoping that they line up.  Returns its base. */
+static uintptr_t fresh_arena(void)
+{
+    int clean;
+    while (arena_take(1, &clean) != 0)
+        ;
+    unsigned n;
+    uintptr_t m = arena_map(1, &n, 0);
+    ck_assert(m != 0 && n >= 128);
+    ck_assert(arena_add(m, n));
+    return m;
+}
+
 START_TEST(test_runs_coalesce)
 {
     enum { N = 96 };                /* crosses a bitmap word */
     uintptr_t c[N];
     int clean;
-    for (unsigned i = 0; i < N; i++)
+    uintptr_t base = fresh_arena();
+    for (unsigned i = 0; i < N; i++) {
         c[i] = take(1, &clean);
+        ck_assert(c[i] == base + i * HAK_CHUNK_SIZE);   /* chunk i of the arena: 62..65 cross word 0/1 */
+    }
     /* every other chunk free: no run of 2 among them */
     for (unsigned i = 0; i < N; i += 2)
         ck_assert_int_eq(arena_release(c[i], 1, NEVER_PURGE, 0, 1, 0), 0);
@@ -46,15 +64,13 @@ START_TEST(test_runs_coalesce)
         ck_assert(two + 2 * HAK_CHUNK_SIZE <= c[i] || two >= c[i] + HAK_CHUNK_SIZE);
     arena_release(two, 2, NEVER_PURGE, 0, 1, 0);
     /* free 62..65 (word boundary inside): a run of 4 appears there, resident, so it wins */
-    if (c[63] == c[62] + HAK_CHUNK_SIZE && c[65] == c[62] + 3 * HAK_CHUNK_SIZE) {
-        arena_release(c[63], 1, NEVER_PURGE, 0, 1, 0);
-        arena_release(c[65], 1, NEVER_PURGE, 0, 1, 0);
-        uintptr_t four = take(4, &clean);
-        ck_assert_int_eq(clean, 0);
-        ck_assert(four <= c[62] && four + 4 * HAK_CHUNK_SIZE > c[62]);
-        arena_release(four, 4, NEVER_PURGE, 0, 1, 0);
-        c[63] = c[65] = 0;
-    }
+    arena_release(c[63], 1, NEVER_PURGE, 0, 1, 0);
+    arena_release(c[65], 1, NEVER_PURGE, 0, 1, 0);
+    uintptr_t four = take(4, &clean);
+    ck_assert_int_eq(clean, 0);
+    ck_assert(four == c[62]);
+    arena_release(four, 4, NEVER_PURGE, 0, 1, 0);
+    c[63] = c[65] = 0;
     for (unsigned i = 1; i < N; i += 2)
         if (c[i])
             arena_release(c[i], 1, NEVER_PURGE, 0, 1, 0);
@@ -64,17 +80,22 @@ END_TEST
 START_TEST(test_resident_first_then_purged)
 {
     int clean;
+    uintptr_t base = fresh_arena();
     uintptr_t a = take(4, &clean), b = take(4, &clean);
+    ck_assert(a == base && b == base + 4 * HAK_CHUNK_SIZE);
+    memset((void *)a, 0x77, 4 * HAK_CHUNK_SIZE);
     /* a purged (cap 0), b kept resident: the next take of 4 gets resident chunks, not a's */
     ck_assert_int_eq(arena_release(a, 4, 0, 0, 1, 0), 1);
     ck_assert_int_eq(arena_release(b, 4, NEVER_PURGE, 0, 1, 0), 0);
     uintptr_t c = take(4, &clean);
-    ck_assert(c != a);
+    ck_assert(c == b);
     ck_assert_int_eq(clean, 0);
-    /* a purged run reads as zero again */
+    /* no resident run is left: the lowest free run is a's, purged, and reads as zero */
     uintptr_t d = take(4, &clean);
-    if (d == a)
-        ck_assert_int_eq(clean, 1);
+    ck_assert(d == a);
+    ck_assert_int_eq(clean, 1);
+    for (size_t k = 0; k < 4 * HAK_CHUNK_SIZE; k += 512)
+        ck_assert_uint_eq(((unsigned char *)d)[k], 0);
     arena_release(c, 4, 0, 0, 1, 0);
     arena_release(d, 4, 0, 0, 1, 0);
 }

@@ -1,4 +1,4 @@
-/* The class table and the region layout derived from it.
+/* The class table and each class's region layout, derived from it at start-up.
  * Region size per class is chosen so a region holds enough blocks to amortise its header. */
 #include <stdlib.h>
 #include "class.h"

@@ -1,6 +1,5 @@
-/* The size-class table: the one list of classes every module reads.
- * Tiny C0-C20: 8, 16, 32, then 16-byte multiples with four steps per doubling up to 1 KiB;
- * mid classes C21-C52 keep four steps per doubling up to 256 KiB. */
+/* The size-class table: the one list of classes every module reads.  Tiny C0-C20: 8, 16, 32,
+ * then 16-byte multiples, four steps per doubling up to 1 KiB; mid C21-C52 go on so to 256 KiB. */
 #ifndef HAK_CLASS_H
 #define HAK_CLASS_H
 
@@ -46,8 +45,8 @@ enum route_kind {          /* 0 is deliberately no route: it sends the op to the
     ROUTE_NONE  = 0,
     ROUTE_SLOTS = 1,       /* per-thread inline slots (fixed-capacity LIFO array) */
     ROUTE_TLIST = 2,       /* per-thread intrusive free list */
-    ROUTE_MID   = 3,       /* mid classes: per-thread list bounded in bytes */
-    ROUTE_LARGE = 4,       /* straight from the OS, with a bounded cache */
+    ROUTE_MID   = 3,       /* mid classes, no thread cache: with Phase 100 off, and for memalign */
+    ROUTE_LARGE = 4,       /* above HAK_MID_MAX, no class: src/large */
 };
 
 struct size_class {
@@ -56,11 +55,11 @@ struct size_class {
     uint8_t  gshift;       /* log2 of the tag granule: every block start is a multiple of it */
     uint8_t  tiny;         /* 1 for C0-C20 */
     uint8_t  default_route;
-    /* derived once at start-up by class_table_init(sizeof(struct region)): */
+    /* derived once at start-up by class_table_init: */
     uint32_t blocks_off;   /* offset of block 0 from the region start */
     uint32_t nblocks;      /* blocks per region */
     uint32_t ntags;        /* tag bytes: one per granule, a whole number of words */
-    uint32_t cache_max;    /* per-thread list bound for TLIST/MID routes */
+    uint32_t cache_max;    /* per-thread list bound on the TLIST route (0: mid classes keep none) */
 };
 
 extern struct size_class class_table[HAK_NCLASSES];

@@ -1,5 +1,5 @@
 /* Per-thread heap lifecycle: created on a thread's first allocation, released at thread
- * exit (regions to the pool or abandoned for adoption), reused by later threads. */
+ * exit (regions to the arenas or abandoned for adoption), reused by later threads. */
 #include <string.h>
 #include "cold.h"
 

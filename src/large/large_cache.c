@@ -1,4 +1,4 @@
-/* The free ranges of large blocks: an unordered array scanned in full (large operations are rare
+/* The large page cache: an unordered array of free ranges scanned in full (large operations are rare
  * and each touches at least 64 pages, so a scan of <= 64 entries is noise next to one fault). */
 #include "large_cache.h"
 #include "../common/common.h"

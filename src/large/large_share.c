@@ -1,5 +1,5 @@
-/* Resident free pages moving between the large blocks' free ranges and the chunk arenas, so memory a
- * pool has freed serves the other one without page faults (mremap moves pages, no copy). */
+/* Resident free pages moving from the large page cache to the chunk arenas, so memory one
+ * pool has freed serves the other without page faults (mremap moves pages, no copy). */
 #include "large.h"
 #include "large_cache.h"
 #include "../os/os.h"

@@ -1,4 +1,4 @@
-/* Regions: chunk-aligned spans holding blocks of one class, with the header at the start.
+/* Regions: chunk-aligned extents holding blocks of one class, with the header at the start.
  * The header carries the per-block region-id tags: one byte per granule, live or free. */
 #ifndef HAK_REGION_H
 #define HAK_REGION_H

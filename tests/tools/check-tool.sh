@@ -2,12 +2,7 @@
 # The `hakmem` command as users of everyday tools expect it (issue 28, items 1-4): help and
 # version, exit statuses, one message format, and a policy check that judges its FILE alone.
 # Usage: check-tool.sh TOOL LIBHAKMEM SRCDIR VERSION
-set -uo pipefail
-tool=$1 lib=$2 src=$3 version=$4
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+source "$(dirname "$0")/checks.sh" "$@"
 # Runs the tool: stdout in $tmp/out, stderr in $tmp/err, status in $rc.
 t() { "$tool" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 # Every line the tool writes on stderr has the one format.
@@ -119,5 +114,4 @@ if grep -n 'x86_64-linux-gnu' "$src/scripts/callgrind-counts.sh" | grep -v '^[0-
   fail "scripts/callgrind-counts.sh hard-codes /usr/lib/x86_64-linux-gnu"
 fi
 
-[ $fails -eq 0 ] && echo "hakmem tool: all checks passed"
-exit $((fails > 0))
+checks_done "hakmem tool"

@@ -3,12 +3,7 @@
 # process totals at exit in every build, HAKMEM_VERBOSE=1 says once what the process runs with
 # and which INI file (by absolute path) it came from, even after the program changed directory.
 # Usage: check-library.sh TOOL LIBHAKMEM SRCDIR VERSION
-set -uo pipefail
-tool=$1 lib=$2 src=$3 version=$4
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+source "$(dirname "$0")/checks.sh" "$@"
 true_bin=$(type -P true)
 
 # HAKMEM_STATS=1 and [stats] enabled = on: the totals at exit, once per process
@@ -38,5 +33,4 @@ grep -q "INI file $src/config/lean.ini\$" "$tmp/err" || fail "a relative HAKMEM_
 LD_PRELOAD=$lib HAKMEM_CONFIG=config/lean.ini "$true_bin" 2>"$tmp/err"
 ! [ -s "$tmp/err" ] || fail "reports without HAKMEM_VERBOSE: $(cat "$tmp/err")"
 
-[ $fails -eq 0 ] && echo "library reports: all checks passed"
-exit $((fails > 0))
+checks_done "library reports"

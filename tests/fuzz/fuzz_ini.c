@@ -83,7 +83,7 @@ static void on_report(void *ctx, int is_error, const char *line)
           "report line does not start with \"%s:\": \"%s\"", r->path, line);
     CHECK(is_error == 0 || is_error == 1, "is_error = %d", is_error);
     int more, end = 0;
-    if (sscanf(line + r->pathlen, ": %d more problem(s) not shown%n", &more, &end) == 1 && end > 0
+    if (sscanf(line + r->pathlen, ": error: %d more problem(s) not shown%n", &more, &end) == 1 && end > 0
         && line[r->pathlen + (size_t)end] == 0) {
         CHECK(r->lines == 20, "the count of hidden problems came after %d lines", r->lines);
         r->hidden = more;

@@ -84,6 +84,12 @@ void hak_totals_get(struct hak_totals *out);
 /* The totals, then the OBSERVE counters, to [observe] output (stderr by default). */
 void hak_stats_print(void);
 
+/* Heap profiling ([prof] in the policy; docs/PROFILING.md), in the profiling library
+ * libhakmem-prof.so.  hak_prof_dump writes the live sampled blocks and their call stacks
+ * to path now (%p: the process id), in the gperftools heap format google-pprof reads: 0, or
+ * -1 with errno (ENOTSUP: profiling is off, or this library has no profiler). */
+int hak_prof_dump(const char *path);
+
 /* glibc's malloc.h calls, which the shared library also exports under their own names.
  * hak_malloc_trim purges every free chunk retained beyond pad bytes, now: 1 if memory was
  * given back.  hak_mallopt accepts glibc's parameters and ignores them (1; 0 for a

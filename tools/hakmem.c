@@ -225,8 +225,8 @@ static int config_show(void)
     return summary(path && *path ? path : "environment", errors, c.warnings);
 }
 
-/* The library next to this executable (build tree) or in the install libdir. */
-static const char *find_library(char *buf, size_t len)
+/* The library `name` next to this executable (build tree) or in the install libdir. */
+static const char *find_library(const char *name, char *buf, size_t len)
 {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -235,15 +235,15 @@ static const char *find_library(char *buf, size_t len)
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = 0;
-            const char *try[] = { "%s/libhakmem.so", "%s/../libhakmem.so", "%s/../lib/libhakmem.so" };
+            const char *try[] = { "%s/%s", "%s/../%s", "%s/../lib/%s" };
             for (unsigned i = 0; i < 3; i++) {
-                snprintf(buf, len, try[i], self);
+                snprintf(buf, len, try[i], self, name);
                 if (access(buf, R_OK) == 0)
                     return buf;
             }
         }
     }
-    snprintf(buf, len, "%s/libhakmem.so", HAKMEM_LIBDIR);
+    snprintf(buf, len, "%s/%s", HAKMEM_LIBDIR, name);
     return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
@@ -269,12 +269,61 @@ static int config_env_absolute(const char *path, int given)
     return 1;
 }
 
-static int run(int argc, char **argv)
+struct prof_opts {
+    const char *sample, *output;
+    int leaks, top;
+};
+
+/* The profiling options of `hakmem prof` and `hakmem run --prof` (any of them turns
+ * profiling on): 1 if argv[*i] was one (and *i moved past it), 0 if not, -1 on an error. */
+static int prof_option(int argc, char **argv, int *i, struct prof_opts *o, int prof)
+{
+    const char *a = argv[*i];
+    const char *names[] = { "--sample", "--output", "--top" };
+    for (unsigned k = 0; k < 3; k++) {
+        size_t l = strlen(names[k]);
+        const char *v = NULL;
+        if (!strcmp(a, names[k]) && *i + 1 < argc)
+            v = argv[++*i];
+        else if (!strncmp(a, names[k], l) && a[l] == '=')
+            v = a + l + 1;
+        else
+            continue;
+        (*i)++;
+        if (k == 0)
+            o->sample = v;
+        else if (k == 1)
+            o->output = v;
+        else if ((o->top = atoi(v)) <= 0) {
+            fail("%s: --top %s: expected a number of lines, 1 or more", prof ? "prof" : "run", v);
+            return -1;
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--leaks") || !strcmp(a, "--prof")) {
+        o->leaks |= !strcmp(a, "--leaks");
+        (*i)++;
+        return 1;
+    }
+    return 0;
+}
+
+static int prof_run(const char *lib, char **argv, const struct prof_opts *o);
+
+static int run(int argc, char **argv, int prof)
 {
     int i = 0;
     const char *config = getenv("HAKMEM_CONFIG");
     int given = 0;
+    struct prof_opts po = { .top = 20 };
     while (i < argc && strcmp(argv[i], "--") != 0) {
+        int r = prof_option(argc, argv, &i, &po, prof);
+        if (r < 0)
+            return 2;
+        if (r > 0) {
+            prof = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             config = argv[i + 1];
             given = 1;
@@ -284,7 +333,8 @@ static int run(int argc, char **argv)
             given = 1;
             i++;
         } else if (argv[i][0] == '-') {
-            fail("run: unknown option %s (see hakmem run --help)", argv[i]);
+            fail("%s: unknown option %s (see hakmem %s --help)", prof ? "prof" : "run", argv[i],
+                 prof ? "prof" : "run");
             return 2;
         } else {
             break;
@@ -293,16 +343,23 @@ static int run(int argc, char **argv)
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
     if (i >= argc) {
-        fail("run: no program to run (usage: hakmem run [--config FILE] [--] PROGRAM [ARGS...])");
+        if (prof)
+            fail("prof: no program to run (usage: hakmem prof [OPTIONS] [--] PROGRAM [ARGS...])");
+        else
+            fail("run: no program to run (usage: hakmem run [--config FILE] [--prof] [--] PROGRAM [ARGS...])");
         return 2;
     }
     if (config && *config && !config_env_absolute(config, given))
         return 1;
     char lib[4096];
-    if (!find_library(lib, sizeof lib)) {
-        fail("run: libhakmem.so not found next to this program or in %s", HAKMEM_LIBDIR);
+    const char *libname = prof ? "libhakmem-prof.so" : "libhakmem.so";
+    if (!find_library(libname, lib, sizeof lib)) {
+        fail("%s: %s not found next to this program or in %s%s", prof ? "prof" : "run", libname,
+             HAKMEM_LIBDIR, prof ? " (built with meson -Dprof=enabled, which needs libunwind-dev)" : "");
         return 1;
     }
+    if (prof)
+        return prof_run(lib, argv + i, &po);
     const char *old = getenv("LD_PRELOAD");
     char preload[8192];
     if (old && *old)
@@ -315,6 +372,111 @@ static int run(int argc, char **argv)
     int e = errno;
     fail("run: %s: %s", argv[i], strerror(e));
     return e == ENOENT || e == ENOTDIR ? 127 : 126;
+}
+
+/* hakmem prof / hakmem run --prof: the program under the profiling library, then its
+ * profile's top stacks by google-pprof (or the library's own report where pprof is missing). */
+static const char *find_in_path(const char *prog, char *buf, size_t len)
+{
+    if (strchr(prog, '/'))
+        return realpath(prog, buf) ? buf : prog;
+    const char *path = getenv("PATH");
+    for (const char *s = path ? path : "/usr/bin:/bin"; *s; ) {
+        const char *e = strchr(s, ':');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        snprintf(buf, len, "%.*s/%s", (int)n, n ? s : ".", prog);
+        if (access(buf, X_OK) == 0)
+            return buf;
+        s += n + (e != NULL);
+    }
+    return NULL;
+}
+
+static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
+{
+    char exe[4096], pprof[4096], out[8200], cwd[4096];
+    const char *pat = o->output ? o->output : getenv("HAKMEM_PROF_OUTPUT");
+    if (pat == NULL || !*pat)
+        pat = "hakmem.%p.heap";
+    /* absolute, as the program may change directory before it exits */
+    if (pat[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(out, sizeof out, "%s/%s", cwd, pat);
+    else
+        snprintf(out, sizeof out, "%s", pat);
+    const char *prog = find_in_path(argv[0], exe, sizeof exe);
+    int have_pprof = find_in_path("google-pprof", pprof, sizeof pprof) != NULL && prog != NULL;
+    const char *old = getenv("LD_PRELOAD");
+    char preload[8192];
+    snprintf(preload, sizeof preload, old && *old ? "%s:%s" : "%s", lib, old);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fail("prof: fork: %s", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("HAKMEM_PROF", "on", 1);
+        setenv("HAKMEM_PROF_OUTPUT", out, 1);
+        if (o->sample)
+            setenv("HAKMEM_PROF_SAMPLE", o->sample, 1);
+        if (o->leaks || !have_pprof)
+            setenv("HAKMEM_PROF_LEAKS", "on", 1);
+        execvp(argv[0], argv);
+        int e = errno;
+        fail("prof: %s: %s", argv[0], strerror(e));
+        _exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            fail("prof: waitpid: %s", strerror(errno));
+            return 1;
+        }
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (WIFEXITED(st) && (code == 126 || code == 127))
+        return code;
+    /* the file of the process we started: %p is its pid */
+    char file[8200], pidtxt[24];
+    size_t n = 0;
+    snprintf(pidtxt, sizeof pidtxt, "%d", (int)pid);
+    for (const char *s = out; *s && n + 24 < sizeof file; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            n += (size_t)snprintf(file + n, sizeof file - n, "%s", pidtxt);
+            s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            file[n++] = '%';
+            s++;
+        } else {
+            file[n++] = *s;
+        }
+    }
+    file[n] = 0;
+    if (access(file, R_OK) != 0) {
+        fprintf(stderr, "hakmem: prof: no profile %s: the program did not exit normally (a signal or _exit "
+                "writes none)\n", file);
+        return code ? code : 1;
+    }
+    fprintf(stderr, "hakmem: prof: profile written to %s\n", file);
+    if (have_pprof) {
+        char top[32];
+        snprintf(top, sizeof top, "--nodecount=%d", o->top);
+        fprintf(stderr, "hakmem: prof: live memory by function (google-pprof --text %s %s):\n", prog, file);
+        pid_t v = fork();
+        if (v == 0) {
+            dup2(2, 1);             /* the summary on stderr: the program's stdout stays its own */
+            char *args[] = { pprof, "--text", top, (char *)prog, file, NULL };
+            execv(pprof, args);
+            _exit(127);
+        }
+        if (v > 0)
+            while (waitpid(v, NULL, 0) < 0 && errno == EINTR)
+                ;
+    } else {
+        fprintf(stderr, "hakmem: prof: google-pprof not found (apt-get install google-perftools): the "
+                "report above is hakmem's own; google-pprof --text %s %s reads the file\n", argv[0], file);
+    }
+    return code;
 }
 
 static double tv_seconds(struct timeval tv)
@@ -482,9 +644,12 @@ static const char usage_text[] =
     "  config show              the effective policy from HAKMEM_CONFIG and the HAKMEM_* variables\n"
     "  config list [--markdown | --man]\n"
     "                           every policy key: INI name, variable, type, default, Meson option\n"
-    "  run [--config FILE | --config=FILE] [--] PROGRAM [ARGS...]\n"
+    "  run [--config FILE | --config=FILE] [--prof] [--] PROGRAM [ARGS...]\n"
     "                           run a program with libhakmem.so preloaded (FILE, or HAKMEM_CONFIG,\n"
     "                           passed on as an absolute path); exit 126: not executable, 127: not found\n"
+    "  prof [--sample SIZE] [--output FILE] [--leaks] [--top N] [--] PROGRAM [ARGS...]\n"
+    "                           run a program with heap profiling on (libhakmem-prof.so) and print\n"
+    "                           where its live memory was allocated (google-pprof)\n"
     "  measure [--fd N] [-e NAME=VALUE]... [--] PROGRAM [ARGS...]\n"
     "                           wall time, CPU time and peak RSS of the program's process tree\n"
     "  ab [--runs N] [--warmup K] [--metric time|cpu|rss|ops] [--threshold PCT] [--timeout SECONDS]\n"
@@ -526,12 +691,27 @@ static const char usage_measure[] =
     "for PROGRAM only.  Exit status: PROGRAM's; 126 when it cannot be run, 127 when it is not found.\n";
 
 static const char usage_run[] =
-    "usage: hakmem run [--config FILE | --config=FILE] [--] PROGRAM [ARGS...]\n"
+    "usage: hakmem run [--config FILE | --config=FILE] [--prof] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with libhakmem.so preloaded (LD_PRELOAD).  FILE (or HAKMEM_CONFIG) is passed\n"
-    "on as an absolute path, so a program that changes directory still finds it.\n"
+    "on as an absolute path, so a program that changes directory still finds it.  --prof (or\n"
+    "any option of hakmem prof) runs it as hakmem prof does: see hakmem prof --help.\n"
     "Exit status: PROGRAM's; 126 when it cannot be run, 127 when it is not found;\n"
     "1 when FILE or the library is missing; 2 on a usage error.\n";
+
+static const char usage_prof[] =
+    "usage: hakmem prof [--config FILE] [--sample SIZE] [--output FILE] [--leaks] [--top N]\n"
+    "                   [--] PROGRAM [ARGS...]\n"
+    "       hakmem run --prof [same options] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM under the profiling library libhakmem-prof.so with [prof] enabled: about one\n"
+    "block per SIZE bytes allocated (default 512K) is sampled with its call stack.  At exit the\n"
+    "profile (live blocks by stack, gperftools heap format) goes to FILE (default hakmem.%p.heap\n"
+    "in the current directory, %p the process id), and the top N (20) functions by live bytes\n"
+    "are printed on stderr by google-pprof --text (apt-get install google-perftools), or, without\n"
+    "it, as hakmem's own leak report; --leaks prints that report too.  Read the file again with\n"
+    "google-pprof --text|--svg PROGRAM FILE, and diff two with --base OLD.  A program killed by a\n"
+    "signal or ending in _exit writes no profile.  Exit status: PROGRAM's.\n";
 
 static int help_for(const char *cmd)
 {
@@ -543,6 +723,8 @@ static int help_for(const char *cmd)
         fputs(usage_run, stdout);
     else if (!strcmp(cmd, "measure"))
         fputs(usage_measure, stdout);
+    else if (!strcmp(cmd, "prof"))
+        fputs(usage_prof, stdout);
     else if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V"))
         fputs("usage: hakmem --version\n", stdout);
     else {
@@ -617,7 +799,13 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
             if (is_help(argv[i]))
                 return help_for("run");
-        return run(argc - 2, argv + 2);
+        return run(argc - 2, argv + 2, 0);
+    }
+    if (!strcmp(cmd, "prof")) {
+        for (int i = 2; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)
+            if (is_help(argv[i]))
+                return help_for("prof");
+        return run(argc - 2, argv + 2, 1);
     }
     if (!strcmp(cmd, "measure")) {
         for (int i = 2; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++)

@@ -9,6 +9,19 @@
 #include "../../include/hakmem.h"
 #include "hot.h"
 #include "stats.h"
+#ifndef HAK_PROF
+#define HAK_PROF 0
+#endif
+
+#if HAK_PROF
+#include "prof.h"
+/* The profiling library (libhakmem-prof.so): every block counts its bytes down the thread's
+ * countdown, and the one that runs it out is sampled.  libhakmem.so compiles none of it. */
+#define PROF_DUE(n) unlikely((api_prof_left -= (int64_t)(n)) < 0)
+#define PROF_COUNT(p, n) do { if (PROF_DUE(n)) api_prof_sample(p, n); } while (0)
+#else
+#define PROF_COUNT(p, n) ((void)0)
+#endif
 
 /* Tiny sizes the inline slots missed: the TLIST route's per-thread list, else cold. */
 HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
@@ -118,7 +131,7 @@ static void free_block(void *p)
     uint8_t *t;
     if (region_map_is_region(b)) {
         struct region *r = region_from_map(a, b);
-        if (region_tag_check_live(r, a, &t) && canary_size(r, p, "free") == SIZE_MAX)
+        if ((region_tag_check_live(r, a, &t) || *t == TAG_SAMPLED) && canary_size(r, p, "free") == SIZE_MAX)
             return;                     /* refused: the block's neighbours may be damaged */
     }
     hot_free(p);
@@ -130,8 +143,22 @@ static void free_block(void *p)
 #define canary_arm(p, n) (p)
 #endif
 
+#if HAK_PROF
+/* Out of line, so malloc's own code gains only the countdown. */
+static HAK_COLD void *malloc_sampled(size_t n)
+{
+    void *p = alloc_bytes(n);
+    api_prof_sample(p, n);
+    return p;
+}
+#endif
+
 HAK_EXPORT HAK_ENTRY void *hak_malloc(size_t size)
 {
+#if HAK_PROF
+    if (PROF_DUE(size))
+        return malloc_sampled(size);
+#endif
     return alloc_bytes(size);
 }
 
@@ -147,13 +174,16 @@ HAK_EXPORT void *hak_calloc(size_t nmemb, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    void *p;
     if (n > HAK_MID_MAX) {
         init_process();
-        return large_alloc(n, 0, 1);
+        p = large_alloc(n, 0, 1);
+    } else {
+        p = alloc_bytes(n);
+        if (likely(p != NULL))
+            memset(p, 0, n);
     }
-    void *p = alloc_bytes(n);
-    if (likely(p != NULL))
-        memset(p, 0, n);
+    PROF_COUNT(p, n);
     return p;
 }
 
@@ -166,7 +196,7 @@ static size_t block_usable(void *p, const char *call, size_t *room)
     if (region_map_is_region(b)) {
         struct region *r = region_from_map(a, b);
         uint8_t *t;
-        if (likely(region_tag_check_live(r, a, &t))) {
+        if (likely(region_tag_check_live(r, a, &t)) || *t == TAG_SAMPLED) {
             size_t bsize = region_block_size(r, p);
             *room = bsize - CANARY_EXTRA;
 #if HAK_HARDENED
@@ -205,7 +235,7 @@ static int span_realloc_in_place(void *p, size_t n)
     return 2;
 }
 
-HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
+static void *realloc_block(void *ptr, size_t size)
 {
     if (ptr == NULL)
         return alloc_bytes(size);
@@ -242,6 +272,19 @@ HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
     return q;
 }
 
+/* With the profiler, a resized block is a new allocation of its new size: its old sample
+ * (if any) ends, and the result counts down like any other block. */
+HAK_EXPORT void *hak_realloc(void *ptr, size_t size)
+{
+#if HAK_PROF
+    if (ptr != NULL)
+        api_prof_unsample(ptr);
+#endif
+    void *q = realloc_block(ptr, size);
+    PROF_COUNT(q, size);
+    return q;
+}
+
 HAK_EXPORT void *hak_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
     size_t n;
@@ -253,7 +296,7 @@ HAK_EXPORT void *hak_reallocarray(void *ptr, size_t nmemb, size_t size)
 }
 
 /* align: a power of two. */
-static void *aligned_impl(size_t align, size_t n)
+static void *aligned_block(size_t align, size_t n)
 {
     if (align <= 16)            /* blocks of 16 B and up are 16-aligned; C0 only to 8 */
         return alloc_bytes(n < align ? align : n);
@@ -273,6 +316,13 @@ static void *aligned_impl(size_t align, size_t n)
     }
     init_process();
     return large_alloc(n, align, 0);
+}
+
+static void *aligned_impl(size_t align, size_t n)
+{
+    void *p = aligned_block(align, n);
+    PROF_COUNT(p, n);
+    return p;
 }
 
 static int is_pow2(size_t a)

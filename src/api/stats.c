@@ -141,6 +141,14 @@ static void totals_write(int fd, char *buf, size_t *n)
         (unsigned long long)t.large_bytes);
     out(fd, buf, n, "  %-13s %15llu  (%llu purged)\n", "regions", (unsigned long long)t.regions_mapped,
         (unsigned long long)t.regions_purged);
+    if (prof_active()) {                /* the profiler's own memory, apart from the program's */
+        struct prof_info pi;
+        prof_read(&pi);
+        out_bytes(fd, buf, n, "profiler", pi.mapped, "the heap profiler's own tables (mapped)");
+        out(fd, buf, n, "  %-13s %15llu  (%llu stacks, ~%.0f bytes live estimated, %llu dropped)\n",
+            "samples live", (unsigned long long)pi.live, (unsigned long long)pi.stacks, pi.live_bytes,
+            (unsigned long long)pi.dropped);
+    }
 }
 
 static void flush(int fd, const char *buf, size_t n)

@@ -17,6 +17,9 @@
 #define TAG_CACHED      0x05u
 /* ... and whole chunks lent to the arenas: not the span's for now. */
 #define TAG_LENT        0x06u
+/* A live block the heap profiler sampled (its class: its region's).  Not the live tag, so
+ * its free leaves the hot path for the one that ends the sample; no other free pays. */
+#define TAG_SAMPLED     0x07u
 
 /* A live block's tag is 0x80 plus its class's slot index (class.h): unique per class, so
  * a block start of one class's layout never passes for another's, and the hot paths hold

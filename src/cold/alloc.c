@@ -57,11 +57,24 @@ HAK_COLD void heap_free_spill_slow(void *p, struct heap *h, struct region *r)
     heap_cache_push(h, p, r);
 }
 
+/* A block the profiler sampled (TAG_SAMPLED) ends its sample and is live again, for the
+ * free to go on; 0 if p is no such block.  The tag changes by compare-and-swap, so of two
+ * racing frees of one block only one gets past here. */
+HAK_COLD int heap_unsample(struct region *r, void *p, uint8_t *t)
+{
+    uint8_t expect = TAG_SAMPLED;
+    if (*t != TAG_SAMPLED
+        || !atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, r->live_tag))
+        return 0;
+    prof_forget((uintptr_t)p);
+    return 1;
+}
+
 /* Hot-path free found p's tag not live, or p owned by another heap. */
 HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
 {
     uint8_t *t;
-    if (!region_tag_check_live(r, (uintptr_t)p, &t)) {
+    if (!region_tag_check_live(r, (uintptr_t)p, &t) && !heap_unsample(r, p, t)) {
         region_report_block("free", r, (uintptr_t)p, *t);
         return;
     }

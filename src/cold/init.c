@@ -14,10 +14,12 @@ static void fork_prepare(void)
     heap_lock();
     arena_pool_lock();
     large_lock();
+    prof_lock();
 }
 
 static void fork_parent(void)
 {
+    prof_unlock();
     large_unlock();
     arena_pool_unlock();
     heap_unlock();
@@ -25,6 +27,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    prof_after_fork_child();
     large_reset_lock();
     arena_pool_after_fork_child();
     heap_after_fork_child();
@@ -64,8 +67,10 @@ HAK_COLD void init_process(void)
     init_late();
 }
 
-/* Bring the allocator up before main so the first malloc is not the one paying. */
-__attribute__((constructor)) static void hak_constructor(void)
+/* Bring the allocator up before main so the first malloc is not the one paying.  First of
+ * the library's constructors (the lowest priority number runs first): the others read the
+ * policy this one loads. */
+__attribute__((constructor(101))) static void hak_constructor(void)
 {
     init_process();
     policy_publish_config();

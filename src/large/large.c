@@ -9,6 +9,7 @@
 #include "../arena/arena.h"
 #include "../os/os.h"
 #include "../policy/policy.h"
+#include "../prof/prof.h"
 #include "../stats/stats.h"
 
 static pthread_mutex_t large_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -191,6 +192,8 @@ HAK_COLD int large_free(void *p, const char *call)
         in_cache = lcache_contains((uintptr_t)p);
     }
     large_mutex_release();
+    if (b.sampled)
+        prof_forget(b.ptr);
     large_unmap_all(drop, nd);
     if (b.arena)
         arena_chunks_release(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT));
@@ -201,6 +204,19 @@ HAK_COLD int large_free(void *p, const char *call)
         return 0;
     }
     return 1;
+}
+
+HAK_COLD int large_mark_sampled(void *p, int on)
+{
+    int changed = 0;
+    pthread_mutex_lock(&large_mutex);
+    struct large_block *e = large_reg_find((uintptr_t)p);
+    if (e && e->sampled != on) {
+        e->sampled = (uint8_t)on;
+        changed = 1;
+    }
+    large_mutex_release();
+    return changed;
 }
 
 HAK_COLD size_t large_usable(void *p)

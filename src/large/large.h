@@ -10,6 +10,7 @@
 void  *large_alloc(size_t n, size_t align, int zero);
 int    large_free(void *p, const char *call);   /* 0: not a live large block (reported) */
 size_t large_usable(void *p);                   /* 0: not a live large block */
+int    large_mark_sampled(void *p, int on);     /* 1: p's profiler mark changed to on */
 void  *large_realloc(void *p, size_t n);
 void   large_lock(void);
 void   large_unlock(void);

@@ -10,7 +10,8 @@ struct large_block {
     uintptr_t ptr;        /* what the user holds; 0 = empty registry slot */
     uintptr_t base;       /* the block's pages: [base, base + maplen) */
     size_t    maplen;
-    int       arena;      /* the pages are an extent of arena chunks, not a mapping of their own */
+    uint8_t   arena;      /* the pages are an extent of arena chunks, not a mapping of their own */
+    uint8_t   sampled;    /* the heap profiler sampled it: its free ends the sample */
 };
 
 /* All expect the large lock held. */

@@ -248,7 +248,7 @@ const char *policy_set(struct policy *p, enum policy_key_id k, unsigned cls, con
         return NULL;
     case PT_STRING:
         if (!*v || strlen(v) >= key->size) {
-            snprintf(expect, sizeof expect, "expected stderr or a file path (at most %u characters)",
+            snprintf(expect, sizeof expect, "expected a file path (at most %u characters)",
                      key->size - 1u);
             return expect;
         }

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 # The layer order, bottom-up: the one place it is written (docs/ARCHITECTURE.md explains it).
-LAYERS = ["common", "os", "class", "policy", "stats", "route", "region", "arena", "large",
+LAYERS = ["common", "os", "class", "policy", "stats", "prof", "route", "region", "arena", "large",
           "slots", "span", "cold", "api"]
 # What a higher folder may include of each one: its contract header.
 CONTRACT = {name: f"{name}/{name}.h" for name in LAYERS}

@@ -1,0 +1,19 @@
+/* What the entry points of the profiling library call: a thread's byte countdown to its
+ * next sample, and the sampling of a block when it runs out (api/prof.c). */
+#ifndef HAK_API_PROF_H
+#define HAK_API_PROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../common/common.h"
+
+/* Bytes this thread may still allocate before the next sample; below zero, a sample is due. */
+extern HAK_TLS int64_t api_prof_left;
+
+/* The block p of n bytes crossed the countdown: it is sampled (its stack recorded and the
+ * block marked) and a new interval drawn. */
+void api_prof_sample(void *p, size_t n);
+/* realloc: the sample of p, if it has one, ends here (the result is counted anew). */
+void api_prof_unsample(void *p);
+
+#endif

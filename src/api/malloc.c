@@ -1,5 +1,7 @@
 /* The malloc-family entry points: thin wrappers over the hot paths in api/hot.h.
  * With override on, the standard names are aliases of the hak_* ones (one body, two names). */
+#define _GNU_SOURCE             /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -400,6 +402,19 @@ HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
 }
 
 /* malloc.h's statistics and trim calls (api/stats.c): out of line, on demand. */
+int api_malloc_is_ours(void)
+{
+#if HAK_OVERRIDE
+    /* By the object's base: hak_malloc's own address here would be the interposed one */
+    Dl_info mine, theirs;
+    void *m = dlsym(RTLD_DEFAULT, "malloc");
+    return m && dladdr(m, &theirs) && dladdr((void *)api_malloc_is_ours, &mine)
+           && theirs.dli_fbase == mine.dli_fbase;
+#else
+    return 1;
+#endif
+}
+
 HAK_EXPORT int hak_malloc_trim(size_t pad)
 {
     return api_malloc_trim(pad);

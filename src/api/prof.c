@@ -174,7 +174,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *ctx)
 __attribute__((constructor(102))) static void api_prof_start(void)
 {
     const struct policy *pol = policy_now();
-    if (!pol->prof)
+    if (!pol->prof || !api_malloc_is_ours())
         return;
     dl_iterate_phdr(find_self, NULL);
     prof_start(pol->prof_sample, pol->prof_interval);

@@ -15,5 +15,8 @@ extern HAK_TLS int64_t api_prof_left;
 void api_prof_sample(void *p, size_t n);
 /* realloc: the sample of p, if it has one, ends here (the result is counted anew). */
 void api_prof_unsample(void *p);
+/* This copy of hakmem serves the process's malloc (or, built with the hak_* names only, is
+ * called by name): not a library loaded beside another hakmem that was preloaded. */
+int api_malloc_is_ours(void);
 
 #endif

@@ -7,7 +7,7 @@
 
 /* Bounds of the profiler's own memory: stacks and their frames are mapped whole at start
  * (resident only as they fill); the live-sample table doubles from 64 KiB up to 64 MiB,
- * which at the default rate holds the samples of 2 TiB live. */
+ * which at half load and the default rate holds the samples of 1 TiB live. */
 #define PROF_STACKS_MAX (1u << 16)
 #define PROF_PCS_MAX    (1u << 20)
 #define PROF_BUCKETS    (1u << 16)

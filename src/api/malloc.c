@@ -19,7 +19,7 @@
 #include "prof.h"
 /* The profiling library (libhakmem-prof.so): every block counts its bytes down the thread's
  * countdown, and the one that runs it out is sampled.  libhakmem.so compiles none of it. */
-#define PROF_DUE(n) unlikely((api_prof_left -= (int64_t)(n)) < 0)
+#define PROF_DUE(n) unlikely((api_prof_left = (int64_t)((uint64_t)api_prof_left - (n))) < 0)
 #define PROF_COUNT(p, n) do { if (PROF_DUE(n)) api_prof_sample(p, n); } while (0)
 #else
 #define PROF_COUNT(p, n) ((void)0)

@@ -17,6 +17,7 @@ HAK_TLS int64_t api_prof_left;
 static HAK_TLS uint64_t prof_rng;
 static HAK_TLS uint8_t prof_busy;        /* sampling: the unwinder's own mallocs are not sampled */
 static HAK_TLS uint8_t prof_drawn;       /* this thread's first interval is drawn */
+static _Atomic int prof_decided;         /* the constructor has read [prof] enabled */
 
 /* The library's own code, whose frames top every sampled stack.  When hakmem is linked into
  * the program itself this is the program's code, so a fixed number of frames is dropped instead. */
@@ -103,7 +104,11 @@ static void write_profile(unsigned seq)
 HAK_COLD void api_prof_sample(void *p, size_t n)
 {
     if (!prof_active() || prof_busy) {
-        api_prof_left = INT64_MAX;      /* never again, or until the sampling below ends */
+        /* Before the constructor has decided, look again every 64 KiB, so that a thread
+         * which allocated during start-up is not left out once profiling starts; after,
+         * never again (off), or not until the sampling below ends. */
+        int wait = !prof_busy && !atomic_load_explicit(&prof_decided, memory_order_relaxed);
+        api_prof_left = wait ? 1 << 16 : INT64_MAX;
         return;
     }
     if (!prof_drawn) {                  /* a new thread: its countdown started at 0 */
@@ -174,10 +179,11 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *ctx)
 __attribute__((constructor(102))) static void api_prof_start(void)
 {
     const struct policy *pol = policy_now();
-    if (!pol->prof || !api_malloc_is_ours())
-        return;
-    dl_iterate_phdr(find_self, NULL);
-    prof_start(pol->prof_sample, pol->prof_interval);
+    if (pol->prof && api_malloc_is_ours()) {
+        dl_iterate_phdr(find_self, NULL);
+        prof_start(pol->prof_sample, pol->prof_interval);
+    }
+    atomic_store(&prof_decided, 1);
 }
 
 /* At exit (the last destructor of a preloaded library runs after the program's own): the

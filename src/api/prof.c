@@ -13,7 +13,6 @@
 #include "prof.h"
 #include "../prof/prof.h"
 
-HAK_TLS int64_t api_prof_left;
 static HAK_TLS uint64_t prof_rng;
 static HAK_TLS uint8_t prof_busy;        /* sampling: the unwinder's own mallocs are not sampled */
 static HAK_TLS uint8_t prof_drawn;       /* this thread's first interval is drawn */

@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../common/common.h"
+#include "../slots/slots.h"
 
-/* Bytes this thread may still allocate before the next sample; below zero, a sample is due. */
-extern HAK_TLS int64_t api_prof_left;
+/* Bytes this thread may still allocate before the next sample; below zero, a sample is due.
+ * Beside the thread's heap pointer (slots.h), which malloc loads anyway. */
+#define api_prof_left (heap_thread.prof_left)
 
 /* The block p of n bytes crossed the countdown: it is sampled (its stack recorded and the
  * block marked) and a new interval drawn. */

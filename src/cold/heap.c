@@ -16,7 +16,7 @@ struct heap heap_empty = {
     .rcache = { [0 ... RCACHE_SIZE - 1] = RCACHE_EMPTY },
 #endif
 };
-HAK_TLS struct heap *heap_tls = &heap_empty;
+HAK_TLS struct heap_thread heap_thread = { .heap = &heap_empty };
 
 static pthread_mutex_t heaps_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct heap *heaps_all;        /* every heap ever made, linked by next_heap */

@@ -140,7 +140,16 @@ HAK_INLINE uintptr_t *heap_rcache_slot(struct heap *h, uintptr_t p)
 }
 
 extern struct heap heap_empty;
-extern HAK_TLS struct heap *heap_tls;
+
+/* The thread-local words malloc reads first, in one block, so that one load of its offset
+ * serves them all: the thread's heap, and the profiling library's byte countdown to the next
+ * sample (api/prof.c; libhakmem.so never touches it). */
+struct heap_thread {
+    struct heap *heap;
+    int64_t prof_left;
+};
+extern HAK_TLS struct heap_thread heap_thread;
+#define heap_tls (heap_thread.heap)
 
 HAK_INLINE void **slots_lim(struct heap *h, unsigned cls)
 {

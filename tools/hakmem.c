@@ -392,6 +392,31 @@ static const char *find_in_path(const char *prog, char *buf, size_t len)
     return NULL;
 }
 
+/* The program the profile was taken of: the first mapping listed in its MAPPED_LIBRARIES
+ * section (the executable, mapped lowest), so a wrapper script that exec'd it (a pyenv
+ * shim, a launcher) is not taken for it.  NULL if the file has none. */
+static const char *profiled_program(const char *file, char *buf, size_t len)
+{
+    FILE *f = fopen(file, "r");
+    char line[8192];
+    const char *found = NULL;
+    if (f == NULL)
+        return NULL;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "MAPPED_LIBRARIES:", 17))
+            break;
+    if (fgets(line, sizeof line, f)) {
+        char *path = strchr(line, '/');
+        if (path) {
+            path[strcspn(path, "\n")] = 0;
+            snprintf(buf, len, "%s", path);
+            found = access(buf, R_OK) == 0 ? buf : NULL;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
 static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
 {
     char exe[4096], pprof[4096], out[8200], cwd[4096];
@@ -458,6 +483,10 @@ static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
         return code ? code : 1;
     }
     fprintf(stderr, "hakmem: prof: profile written to %s\n", file);
+    char mapped[4096];
+    const char *real = profiled_program(file, mapped, sizeof mapped);
+    if (real)
+        prog = real;
     if (have_pprof) {
         char top[32];
         snprintf(top, sizeof top, "--nodecount=%d", o->top);

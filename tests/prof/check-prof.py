@@ -78,6 +78,13 @@ def tool_checks(tmp):
     check(r.returncode == 0 and "leak_kib" in r.stderr and os.path.exists(os.path.join(tmp, "run.heap")),
           "hakmem run --prof: the same")
     os.unlink(os.path.join(tmp, "run.heap"))
+    # a launcher that execs the program (a pyenv shim, a wrapper script): the profile is read
+    # against the program it was taken of, not the script
+    r = subprocess.run([TOOL, "prof", "--sample", "32K", "--", "sh", "-c", f'exec "{PROG}" leak'], cwd=tmp,
+                       capture_output=True, text=True, timeout=180)
+    lines = [l for l in r.stderr.splitlines() if re.match(r"^\s*[0-9.]+\s+[0-9.]+%", l)]
+    check(r.returncode == 0 and bool(lines) and lines[0].split()[-1].split(".")[0] == "leak_kib",
+          f"hakmem prof through a launcher that execs the program: leak_kib first ({lines[:1]})")
     r = subprocess.run([TOOL, "prof", "--", "/nonexistent"], capture_output=True, text=True, timeout=60)
     check(r.returncode == 127, f"hakmem prof of a missing program: 127 ({r.returncode})")
 

@@ -179,8 +179,13 @@ __attribute__((constructor(102))) static void api_prof_start(void)
 {
     const struct policy *pol = policy_now();
     if (pol->prof && api_malloc_is_ours()) {
+        void *pcs[4];
         dl_iterate_phdr(find_self, NULL);
         prof_start(pol->prof_sample, pol->prof_interval);
+        /* libunwind initialises itself on its first use, checking a flag outside its lock
+         * (ThreadSanitizer saw two threads race there): that first use is here, before the
+         * program can start a thread. */
+        prof_stack(pcs, 4);
     }
     atomic_store(&prof_decided, 1);
 }

@@ -53,9 +53,32 @@ static void large_release(struct lrange s)
     large_unmap_all(drop, nd);
 }
 
+/* The pages [dst, dst + need) still lack, moved in from other free ranges, largest first
+ * (no copy, no fault): so the resident free pages serve a block of any size, not only one
+ * that fits in a single range.  Returns the bytes filled from dst on. */
+static size_t large_fill(uintptr_t dst, size_t need)
+{
+    size_t done = 0;
+    while (done < need) {
+        struct lrange r;
+        pthread_mutex_lock(&large_mutex);
+        int got = lcache_take_largest(&r);
+        large_mutex_release();
+        if (!got)
+            break;
+        size_t take = r.len < need - done ? r.len : need - done;
+        os_move_split((void *)r.base, take, (void *)(dst + done));
+        done += take;
+        if (take < r.len)
+            large_release((struct lrange){ r.base + take, r.len - take });
+    }
+    return done;
+}
+
 /* The pages for a block of len bytes at `align`, preferring pages a freed block left
- * resident: the best-fitting free range, else the largest one grown by mremap (only its
- * new tail faults), else a fresh mapping.  *dirty: leading bytes that may hold old data. */
+ * resident: the best-fitting free range, else the largest one grown by mremap with the
+ * other ranges' pages moved into its new tail (only what they cannot cover faults), else
+ * a fresh mapping.  *dirty: leading bytes that may hold old data. */
 static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty)
 {
     struct lrange grow;
@@ -78,7 +101,7 @@ static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty
         if (q) {
             s->base = (uintptr_t)q;
             s->len = len;
-            *dirty = grow.len;
+            *dirty = grow.len + large_fill((uintptr_t)q + grow.len, len - grow.len);
             return 1;
         }
         large_release(grow);

@@ -243,6 +243,35 @@ START_TEST(test_span_grow_by_remap)
 }
 END_TEST
 
+START_TEST(test_span_gathered)
+{
+    /* Three free ranges apart (live blocks between them), none big enough: the largest is
+     * grown and the others' pages move into its tail, so the block is made of resident
+     * free pages (the cache gives up as much as the block takes), zeroed for calloc. */
+    size_t mb = 1 << 20;
+    char *f[3], *keep[3];
+    for (int i = 0; i < 3; i++) {
+        f[i] = hak_malloc((size_t)(4 + i) * mb);
+        memset(f[i], 0x5A, (size_t)(4 + i) * mb);
+        keep[i] = hak_malloc(mb);
+    }
+    for (int i = 0; i < 3; i++)
+        hak_free(f[i]);
+    ck_assert_uint_eq(large_cached_bytes(), 15 * mb);
+    size_t n = 12 * mb;
+    unsigned char *b = hak_calloc(1, n);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(large_cached_bytes(), 3 * mb);
+    for (size_t i = 0; i < n; i += 512)
+        ck_assert_uint_eq(b[i], 0);
+    ck_assert_uint_eq(b[n - 1], 0);
+    memset(b, 0x22, n);
+    hak_free(b);
+    for (int i = 0; i < 3; i++)
+        hak_free(keep[i]);
+}
+END_TEST
+
 START_TEST(test_span_budget_trims)
 {
     /* Free ranges beyond the budget go back to the OS, the stalest bytes first: the
@@ -465,6 +494,7 @@ int main(void)
         tcase_add_test(tc, test_span_carve_and_coalesce);
         tcase_add_test(tc, test_span_grow_in_place);
         tcase_add_test(tc, test_span_grow_by_remap);
+        tcase_add_test(tc, test_span_gathered);
         tcase_add_test(tc, test_span_grow_into_best_fit);
         tcase_add_test(tc, test_span_donated);
         tcase_add_test(tc, test_span_budget_trims);

@@ -401,7 +401,7 @@ HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
     return n == SIZE_MAX ? 0 : n;
 }
 
-/* malloc.h's statistics and trim calls (api/stats.c): out of line, on demand. */
+/* The profiler starts (or warns) only in the copy of hakmem that serves the process. */
 int api_malloc_is_ours(void)
 {
 #if HAK_OVERRIDE
@@ -415,6 +415,7 @@ int api_malloc_is_ours(void)
 #endif
 }
 
+/* malloc.h's statistics and trim calls (api/stats.c): out of line, on demand. */
 HAK_EXPORT int hak_malloc_trim(size_t pad)
 {
     return api_malloc_trim(pad);

@@ -112,7 +112,7 @@ HAK_COLD void api_prof_sample(void *p, size_t n)
     }
     if (!prof_drawn) {                  /* a new thread: its countdown started at 0 */
         prof_drawn = 1;
-        api_prof_left = draw() - (int64_t)n;
+        api_prof_left = (int64_t)((uint64_t)draw() - n);
         if (api_prof_left >= 0)
             return;
     }

@@ -60,7 +60,7 @@ HAK_COLD void heap_free_spill_slow(void *p, struct heap *h, struct region *r)
 /* A block the profiler sampled (TAG_SAMPLED) ends its sample and is live again, for the
  * free to go on; 0 if p is no such block.  The tag changes by compare-and-swap, so of two
  * racing frees of one block only one gets past here. */
-HAK_COLD int heap_unsample(struct region *r, void *p, uint8_t *t)
+static int heap_unsample(struct region *r, void *p, uint8_t *t)
 {
     uint8_t expect = TAG_SAMPLED;
     if (*t != TAG_SAMPLED

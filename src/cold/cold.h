@@ -25,7 +25,6 @@ extern _Atomic int init_key_ready;
 void *heap_malloc_slow(struct heap *h, size_t n);
 void *heap_malloc_class_slow(struct heap *h, size_t n);   /* a mid block by size class, Phase 100 or not */
 void  heap_free_slow(void *p, struct heap *h, struct region *r);   /* not live, or another heap's */
-int   heap_unsample(struct region *r, void *p, uint8_t *t);        /* a sampled block live again */
 void  heap_free_tiny_slow(void *p, struct heap *h);       /* Phase 93's cache hit, but not live */
 void  heap_free_nonregion_slow(void *p, struct heap *h, unsigned mapbyte, const char *call);
 void  heap_free_spill_slow(void *p, struct heap *h, struct region *r);

@@ -124,7 +124,10 @@ HAK_COLD void api_prof_sample(void *p, size_t n)
     unsigned skip = frames_to_skip(pcs, depth);
     if (depth - skip > PROF_DEPTH)
         depth = skip + PROF_DEPTH;
-    if (p != NULL && prof_record((uintptr_t)p, n, pcs + skip, depth - skip) && !mark(p, 1))
+    /* A block of n bytes is sampled with chance 1 - exp(-n / rate), so it stands for n over
+     * that (gperftools' heap_v2 scaling, which google-pprof applies to the file itself). */
+    double est = (double)n / -expm1(-(double)n / (double)prof_rate());
+    if (p != NULL && prof_record((uintptr_t)p, n, est, pcs + skip, depth - skip) && !mark(p, 1))
         prof_forget((uintptr_t)p);
     unsigned seq = prof_interval_due();
     if (seq)

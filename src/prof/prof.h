@@ -23,9 +23,10 @@ void prof_start(size_t rate, uint64_t interval);
 int  prof_active(void);
 size_t prof_rate(void);
 
-/* A block of n bytes at p sampled, allocated by the stack pcs[0..depth) (innermost first).
- * 1: recorded, so the caller marks the block for its free to come to prof_forget. */
-int  prof_record(uintptr_t p, size_t n, void *const *pcs, unsigned depth);
+/* A block of n bytes at p sampled, allocated by the stack pcs[0..depth) (innermost first);
+ * est: the bytes it stands for, n over its chance of being sampled.  1: recorded, so the
+ * caller marks the block for its free to come to prof_forget. */
+int  prof_record(uintptr_t p, size_t n, double est, void *const *pcs, unsigned depth);
 /* A marked block freed or moved: its sample leaves the live records. */
 void prof_forget(uintptr_t p);
 /* 1 once the live estimate has grown by the interval since the last numbered profile

@@ -1,7 +1,6 @@
 /* The profiler's tables: call stacks (hashed, with live and total sample counts) and the
  * sampled blocks still live (open addressing by address), in its own bounded mappings. */
 #include <errno.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <string.h>
@@ -42,14 +41,6 @@ HAK_COLD void prof_start(size_t rate, uint64_t interval)
         return;                         /* profiling stays off; hak_prof_dump says so */
     prof_tab.nstacks = 1;               /* index 0: no stack, the empty bucket */
     atomic_store(&prof_on, 1);
-}
-
-/* The chance that a block of n bytes was sampled is 1 - exp(-n / rate): each sample of it
- * stands for the inverse of that many blocks (gperftools' heap_v2 scaling, which pprof
- * applies to the profile itself). */
-double prof_weight(uint64_t n)
-{
-    return 1.0 / -expm1(-(double)n / (double)prof_tab.rate);
 }
 
 static uint64_t hash_pcs(void *const *pcs, unsigned depth)
@@ -122,7 +113,7 @@ static int blocks_room(void)
     return 1;
 }
 
-HAK_COLD int prof_record(uintptr_t p, size_t n, void *const *pcs, unsigned depth)
+HAK_COLD int prof_record(uintptr_t p, size_t n, double est, void *const *pcs, unsigned depth)
 {
     if (!prof_active() || p == 0 || depth == 0)
         return 0;
@@ -130,16 +121,15 @@ HAK_COLD int prof_record(uintptr_t p, size_t n, void *const *pcs, unsigned depth
     prof_lock();
     uint32_t s = stack_find(pcs, depth);
     if (s != 0 && blocks_room()) {
-        block_put(prof_tab.blocks, prof_tab.cap, (struct prof_block){ p, n, s });
+        block_put(prof_tab.blocks, prof_tab.cap, (struct prof_block){ p, n, s, (float)est });
         prof_tab.nblocks++;
         struct prof_stack *st = &prof_tab.stacks[s];
-        double w = prof_weight(n);
         st->live_n++;
         st->live_bytes += n;
         st->alloc_n++;
         st->alloc_bytes += n;
-        st->est_live += w * (double)n;
-        prof_tab.est_live += w * (double)n;
+        st->est_live += (float)est;
+        prof_tab.est_live += (float)est;
         ok = 1;
     } else {
         prof_tab.dropped++;
@@ -157,11 +147,10 @@ HAK_COLD void prof_forget(uintptr_t p)
     if (cap && prof_tab.blocks[i].p == p) {
         struct prof_block b = prof_tab.blocks[i];
         struct prof_stack *st = &prof_tab.stacks[b.stack];
-        double w = prof_weight(b.size) * (double)b.size;
         st->live_n--;
         st->live_bytes -= b.size;
-        st->est_live -= w;
-        prof_tab.est_live -= w;
+        st->est_live -= b.est;          /* exactly what was added: the same float */
+        prof_tab.est_live -= b.est;
         prof_tab.nblocks--;
         /* Backward-shift deletion: later entries of the run move up, so no tombstones. */
         size_t j = i;

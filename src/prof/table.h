@@ -6,8 +6,8 @@
 #include "prof.h"
 
 /* Bounds of the profiler's own memory: stacks and their frames are mapped whole at start
- * (resident only as they fill); the live-sample table doubles from 64 KiB up to 64 MiB,
- * which at half load and the default rate holds the samples of 1 TiB live. */
+ * (resident only as they fill); the live-sample table (24 B an entry) doubles from 96 KiB
+ * up to 96 MiB, which at half load and the default rate holds the samples of 1 TiB live. */
 #define PROF_STACKS_MAX (1u << 16)
 #define PROF_PCS_MAX    (1u << 20)
 #define PROF_BUCKETS    (1u << 16)
@@ -27,6 +27,7 @@ struct prof_block {
     uintptr_t p;                     /* 0: an empty slot */
     uint64_t  size;
     uint32_t  stack;
+    float     est;                   /* the bytes this sample stands for (prof_record's est) */
 };
 
 struct prof_tables {
@@ -45,6 +46,5 @@ struct prof_tables {
 };
 
 extern struct prof_tables prof_tab;
-double prof_weight(uint64_t n);
 
 #endif

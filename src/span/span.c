@@ -161,6 +161,16 @@ HAK_INLINE struct span_node *bin_first(struct heap *h, unsigned b, unsigned *fou
 
 static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want);
 
+/* Granules [p, p + n) of r, held, have just been handed out: pages of them given back fault
+ * in again (Phase 101), and the purger sees r touched. */
+HAK_INLINE void span_handed_out(struct region *r, void *p, uint32_t n)
+{
+    region_refault(r, p, (size_t)n << SPAN_GSHIFT);
+    atomic_store_explicit(&r->takes, atomic_load_explicit(&r->takes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    region_unhold(r);
+}
+
 /* The first block of the quick cache's list of length n (not empty), taken off it and off
  * its span's counts (still counted in r->used); *rp is its span. */
 HAK_INLINE void *quick_pop(struct heap *h, uint32_t n, struct region **rp)
@@ -223,16 +233,21 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
             bin_cut(h, fb, x);
             continue;
         }
+        region_hold(r);                     /* Phase 101: the purger reads runs too */
         /* The block is the run's front: the rest keeps its links at the end, and its bin
          * unless it has shrunk out of it. */
         if (n == want) {
-            if (unlikely(!bin_unlink(h, x, n)))
+            if (unlikely(!bin_unlink(h, x, n))) {
+                region_unhold(r);
                 continue;
+            }
             if (n > 1)
                 tag_set(r, e, 0);           /* the run's end is inside the block now */
         } else {
-            if (unlikely(!bin_move(h, x, n, n - want)))
+            if (unlikely(!bin_move(h, x, n, n - want))) {
+                region_unhold(r);
                 continue;
+            }
             run_mark(r, g + want, n - want);
         }
         len[g] = (uint16_t)want;
@@ -241,6 +256,7 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
         r->span_avail = (uint16_t)(r->span_avail - want);
         OBS_INC(h, allocs, class_of_size(size));
         void *p = span_addr(r, g);
+        span_handed_out(r, p, want);
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
         SPAN_CHECK(h);
         return p;
@@ -435,18 +451,24 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
         want = more;
     struct span_node *x = run_node(r, e, nn);
     r->span_avail = (uint16_t)(r->span_avail - (want - cur));
+    region_hold(r);                         /* Phase 101: the purger reads runs too */
     if (want == room) {
-        if (!bin_unlink(h, x, nn))
+        if (!bin_unlink(h, x, nn)) {
+            region_unhold(r);
             return 0;
+        }
         tag_set(r, e, 0);
         if (nn > 1)
             tag_set(r, e + nn - 1, 0);
     } else {
-        if (!bin_move(h, x, nn, room - want))
+        if (!bin_move(h, x, nn, room - want)) {
+            region_unhold(r);
             return 0;
+        }
         tag_set(r, e, 0);
         run_mark(r, g + want, room - want);
     }
+    span_handed_out(r, span_addr(r, e), want - cur);
     len[g] = (uint16_t)want;
     HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
     SPAN_CHECK(h);
@@ -458,13 +480,24 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
 void span_merge_remote(struct heap *h, struct region *r)
 {
     void *p = atomic_exchange(&r->remote, NULL);
+    if (p == NULL)
+        return;
+    /* Held (Phase 101): the purger gives back the inside of TAG_REMOTE blocks, which the
+     * quick cache could otherwise hand out as it gives them back.  A merge that empties r
+     * releases it, and clears h->span.held (span_emptied). */
+    region_hold(r);
+    h->span.held = r;
     while (p) {
         void *next = region_link_load(r, p, 1);
         uint32_t g = span_gran(r, p), n = span_len(r)[g];
         HAK_POISON(p, (size_t)n << SPAN_GSHIFT);
+        region_refault(r, p, (size_t)n << SPAN_GSHIFT);
         span_put(h, r, g, n);
         p = next;
     }
+    if (h->span.held == r)
+        region_unhold(r);
+    h->span.held = NULL;
 }
 
 /* An adopted span: its free runs (as the last owner left them) into h's bins. */

@@ -18,7 +18,8 @@ static struct region *sparse_cursor;    /* a pass's next region: a removal moves
 static pthread_mutex_t sparse_pass_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* A pass every SPARSE_PERIOD_MIN ms or [purge] delay, whichever is longer, while passes
- * give pages back; each that gives none back doubles the wait, up to SPARSE_PERIOD_MAX,
+ * give pages back; each that gives none back doubles the wait, up to SPARSE_PERIOD_MAX
+ * or [purge] sparse_delay, whichever is shorter,
  * so a program that sits idle is not woken ten times a second for nothing. */
 #define SPARSE_PERIOD_MIN 100u
 #define SPARSE_PERIOD_MAX 1000u
@@ -26,6 +27,12 @@ static _Atomic uint32_t sparse_period = SPARSE_PERIOD_MIN;
 static _Atomic uint32_t sparse_last_ms;
 
 #define SPARSE_IOV 128u                 /* a span's 256 pages in ranges of two at worst */
+
+/* [purge] sparse_delay, never shorter than [purge] delay */
+static uint32_t sparse_delay(const struct policy *p)
+{
+    return p->purge_sparse_ms > p->purge_delay_ms ? p->purge_sparse_ms : p->purge_delay_ms;
+}
 
 static int sparse_kind(const struct region *r)
 {
@@ -104,6 +111,9 @@ uint32_t arena_sparse_wait(const struct policy *p, size_t in_use)
     uint32_t period = atomic_load_explicit(&sparse_period, memory_order_relaxed);
     if (period < p->purge_delay_ms)
         period = p->purge_delay_ms;
+    uint32_t most = sparse_delay(p) > SPARSE_PERIOD_MIN ? sparse_delay(p) : SPARSE_PERIOD_MIN;
+    if (period > most)
+        period = most;                      /* a region is looked at again within its delay */
     uint32_t since = arena_now_ms() - atomic_load_explicit(&sparse_last_ms, memory_order_relaxed);
     return since >= period ? 0 : period - since;
 }
@@ -130,7 +140,7 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
     if (!HAK_PHASE101 || !p->phase101)
         return 0;
     pthread_mutex_lock(&sparse_pass_mutex);
-    uint32_t now = arena_now_ms(), delay = p->purge_delay_ms;
+    uint32_t now = arena_now_ms(), delay = sparse_delay(p);
     size_t waiting = 0, f;
     pthread_mutex_lock(&sparse_mutex);
     for (struct region *r = sparse_head; r; r = r->reg_next)

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "hakmem.h"
+#include "testrand.h"
 #include "testutil.h"
 #include "cold/cold.h"
 
@@ -51,10 +52,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return rng_next(&rng);
 }
 
 /* Block sizes of every tiny and mid size class in turn, so survivors land in each. */
@@ -258,15 +256,15 @@ static void *churn_main(void *arg)
     uint64_t x = 12345;
     for (unsigned round = 0; !atomic_load(&churn_stop) || round < 4; round++) {
         for (unsigned i = 0; i < N; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t r = rng_next(&x);
             if (v[i]) {
                 for (size_t k = 0; k < len[i]; k += 37)
                     ck_assert_int_eq(v[i][k], (unsigned char)(i + len[i]));
                 hak_free(v[i]);
                 v[i] = NULL;
             }
-            if (x % 3) {
-                len[i] = x % 4 ? 16 + x % 1000 : 1100 + x % 30000;
+            if (r % 3) {
+                len[i] = r % 4 ? 16 + r % 1000 : 1100 + r % 30000;
                 v[i] = hak_malloc(len[i]);
                 ck_assert_ptr_nonnull(v[i]);
                 memset(v[i], (unsigned char)(i + len[i]), len[i]);

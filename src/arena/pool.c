@@ -79,10 +79,12 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
         size_t in_use = arena_in_use();
         populate = populate && in_use >= POOL_POPULATE_MIN;
         pool_unlock();
-        /* Phase 101: a heap bigger than `retain` may come to hold more than that free inside
-         * its regions, with no chunk ever freed: the purger will have to look. */
+        /* Phase 101: a heap past twice `retain` may come to hold more than that free inside
+         * its regions, with no chunk ever freed: the purger will have to look.  (Started for
+         * any heap past `retain`, it made large's frees leave their purges to it, and large's
+         * peak RSS grew 4.5 %.) */
         const struct policy *p = policy_now();
-        if (HAK_PHASE101 && p->phase101 && HAK_PHASE99 && p->phase99 && in_use > p->purge_cap
+        if (HAK_PHASE101 && p->phase101 && HAK_PHASE99 && p->phase99 && in_use / 2 > p->purge_cap
             && !arena_purger_running())
             arena_purger_want();
         /* Pages that would fault in: take the large page cache's resident ones instead (the donor). */

@@ -43,8 +43,7 @@ HAK_COLD void arena_sparse_add(struct region *r)
 {
     atomic_store_explicit(&r->hold, REGION_HOLD_FREE, memory_order_relaxed);
     atomic_store_explicit(&r->takes, 0, memory_order_relaxed);
-    r->purged_n = 0;
-    memset(r->purged, 0, sizeof r->purged);
+    region_purged_reset(r);
     if (!sparse_kind(r))
         return;
     pthread_mutex_lock(&sparse_mutex);

@@ -1,12 +1,27 @@
 /* Phase 101: which pages of a live tiny region or span hold nothing the allocator or a
  * program still reads, so they may go back to the OS, and their faulting in again. */
+#include <string.h>
 #include "region.h"
 #include "../os/os.h"
 #include "../stats/stats.h"
 
 #define PAGE_SHIFT 12u
 _Static_assert(OS_PAGE == 1u << PAGE_SHIFT, "the purged bitmap counts 4 KiB pages");
-_Static_assert(SPAN_CHUNKS * (HAK_CHUNK_SIZE >> PAGE_SHIFT) <= 4 * 64, "a span's pages fit the bitmap");
+_Static_assert(SPAN_CHUNKS * (HAK_CHUNK_SIZE >> PAGE_SHIFT) <= 4 * 64, "a span's pages fit its 32 bytes of bits");
+_Static_assert(HAK_CHUNK_SIZE >> PAGE_SHIFT <= 64, "a tiny region's pages fit purged_tiny");
+
+static uint64_t *purged_map(struct region *r)
+{
+    return r->cls == HAK_CLS_SPAN ? span_purged(r) : &r->purged_tiny;
+}
+
+HAK_COLD void region_purged_reset(struct region *r)
+{
+    r->purged_n = 0;
+    r->purged_tiny = 0;
+    if (r->cls == HAK_CLS_SPAN)
+        memset(span_purged(r), 0, SPAN_CHUNKS * (HAK_CHUNK_SIZE >> PAGE_SHIFT) / 8);
+}
 
 HAK_COLD void region_hold_wait(struct region *r)
 {
@@ -23,10 +38,11 @@ HAK_COLD void region_hold_wait(struct region *r)
 static unsigned purged_clear(struct region *r, uintptr_t first, uintptr_t last)
 {
     unsigned n = 0;
+    uint64_t *map = purged_map(r);
     for (uintptr_t pg = first; pg <= last; pg++) {
         uint64_t bit = (uint64_t)1 << (pg & 63);
-        if (r->purged[pg >> 6] & bit) {
-            r->purged[pg >> 6] &= ~bit;
+        if (map[pg >> 6] & bit) {
+            map[pg >> 6] &= ~bit;
             n++;
         }
     }
@@ -57,9 +73,10 @@ HAK_COLD void region_purged_forget(struct region *r, uintptr_t p, size_t len)
 static unsigned pages_add(struct region *r, uintptr_t lo, uintptr_t hi, struct iovec *out,
                           unsigned n, unsigned max, unsigned *pages)
 {
+    uint64_t *map = purged_map(r);
     for (uintptr_t pg = lo; pg < hi; pg++) {
         uint64_t bit = (uint64_t)1 << (pg & 63);
-        if (r->purged[pg >> 6] & bit)
+        if (map[pg >> 6] & bit)
             continue;
         char *a = (char *)r + (pg << PAGE_SHIFT);
         if (n && (char *)out[n - 1].iov_base + out[n - 1].iov_len == a) {
@@ -70,7 +87,7 @@ static unsigned pages_add(struct region *r, uintptr_t lo, uintptr_t hi, struct i
             out[n].iov_base = a;
             out[n++].iov_len = OS_PAGE;
         }
-        r->purged[pg >> 6] |= bit;
+        map[pg >> 6] |= bit;
         r->purged_n++;
         ++*pages;
     }

@@ -52,19 +52,23 @@ struct region {
     uint64_t secret;                 /* hardened: list link encoding key */
     uint32_t bsize;
     _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome */
-    /* Phase 101 (region/purge.c): free pages of a sparse region given back while it lives. */
-    _Atomic uint8_t hold;            /* REGION_HOLD_*: who may hand out or give back its free memory */
-    uint16_t purged_n;               /* pages of `purged` set (under hold) */
-    _Atomic uint32_t takes;          /* bumped by the owner under hold: it handed memory out */
-    uint32_t sparse_takes, sparse_ms;   /* the purger's: takes when last seen changing, and when */
+    /* Phase 101 (region/purge.c): free pages of a sparse region given back while it lives */
     struct region *reg_next, *reg_prev;  /* every tiny region and span (arena/sparse.c) */
-    uint64_t purged[4];              /* under hold: a bit per 4 KiB page given back (a span has 256) */
+    uint64_t purged_tiny;            /* under hold: a bit per 4 KiB page given back (a span's
+                                        bits lie past its lengths: span_purged) */
+    uint32_t sparse_ms;              /* the purger's: when it last saw `takes` change */
+    _Atomic uint16_t takes;          /* bumped by the owner under hold: it handed memory out */
+    uint16_t sparse_takes;           /* the purger's: `takes` as it last saw it */
+    uint16_t purged_n;               /* pages given back, the bits set (under hold) */
+    _Atomic uint8_t hold;            /* REGION_HOLD_*: who may hand out or give back its free memory */
     uint8_t  tags[] HAK_ALIGNED(8);  /* (chunks * 64 KiB) >> gshift bytes (whole, aligned
                                         words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 
 _Static_assert(offsetof(struct region, prev) + sizeof(void *) <= HAK_CACHE_LINE,
                "a free reads the header's fields up to prev on one line");
+_Static_assert(offsetof(struct region, tags) < 128,
+               "the hot paths address a tag as base + offsetof(tags): keep it a one-byte displacement");
 
 HAK_INLINE uint8_t *region_tag(struct region *r, uintptr_t p)
 {
@@ -191,6 +195,7 @@ unsigned region_free_pages(struct region *r, struct iovec *out, unsigned max, un
 /* A tiny region or span with half or less live: 1, and in *free_bytes about how much of its
  * free memory is still resident (a racy read: a hint for choosing, not a promise). */
 int      region_sparse(struct region *r, size_t *free_bytes);
+void     region_purged_reset(struct region *r);   /* a new region: nothing given back */
 /* [p, p + len) of r leaves it (a span's lent chunks, a release): not counted given back. */
 void     region_purged_forget(struct region *r, uintptr_t p, size_t len);
 

@@ -146,9 +146,11 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
         if (sparse_candidate(r, now, delay, trim, &f))
             waiting += f;
     pthread_mutex_unlock(&sparse_mutex);
-    /* The cap covers free memory wherever it is: the free chunks first, then these pages. */
+    /* The cap covers free memory wherever it is: the free chunks first (what they hold past
+     * the cap the arenas purge themselves), then these pages in the room they leave. */
     size_t limit = trim ? keep : p->purge_cap;
-    size_t total = waiting + (trim ? 0 : arena_pool_resident_free());
+    size_t chunks = trim ? 0 : arena_pool_resident_free();
+    size_t total = waiting + (chunks < limit ? chunks : limit);
     size_t purged = 0;
     if (total > limit) {
         size_t excess = total - limit;

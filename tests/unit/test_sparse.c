@@ -293,14 +293,17 @@ END_TEST
 int main(void)
 {
     Suite *su = suite_create("sparse");
-    TCase *tc = tcase_create("sparse");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_reuse_tiny);
-    tcase_add_test(tc, test_reuse_span);
-    tcase_add_test(tc, test_trim_while_busy);
-    tcase_add_test(tc, test_idle_mixed);
-    tcase_add_test(tc, test_idle_every_class);
-    tcase_add_test(tc, test_idle_other_thread);
-    suite_add_tcase(su, tc);
+    TCase *reuse = tcase_create("reuse"), *busy = tcase_create("busy"), *idle = tcase_create("idle");
+    tcase_add_test(reuse, test_reuse_tiny);
+    tcase_add_test(reuse, test_reuse_span);
+    tcase_add_test(busy, test_trim_while_busy);
+    tcase_set_timeout(busy, 60);
+    tcase_add_test(idle, test_idle_mixed);
+    tcase_add_test(idle, test_idle_every_class);
+    tcase_add_test(idle, test_idle_other_thread);
+    tcase_set_timeout(idle, 60);
+    suite_add_tcase(su, reuse);
+    suite_add_tcase(su, busy);
+    suite_add_tcase(su, idle);
     return check_run(su);
 }

@@ -214,17 +214,22 @@ static void check_reuse(size_t size, unsigned n)
             continue;
         v[i] = i % 2 ? hak_calloc(1, size) : hak_malloc(size);
         ck_assert_ptr_nonnull(v[i]);
-        if (i % 2)
+        if (i % 2) {
+            unsigned char any = 0;
             for (size_t k = 0; k < size; k++)
-                ck_assert_msg(v[i][k] == 0, "calloc block %u byte %zu", i, k);
+                any |= (unsigned char)v[i][k];
+            ck_assert_msg(any == 0, "calloc block %u is not zeroed", i);
+        }
         memset(v[i], 0x3C, size);
     }
     hak_totals_get(&after);
     if (HAK_PHASE101 && policy_now()->phase101)
         ck_assert_uint_gt(after.sparse_refaulted, before.sparse_refaulted);
     for (unsigned i = 0; i < n; i++) {
+        int bad = 0;
         for (size_t k = 0; k < size; k += 61)
-            ck_assert_int_eq((unsigned char)v[i][k], i % 97 ? 0x3C : 0xA5);
+            bad |= (unsigned char)v[i][k] != (i % 97 ? 0x3C : 0xA5);
+        ck_assert_msg(!bad, "block %u lost its pattern", i);
         hak_free(v[i]);
     }
     free(v);
@@ -260,8 +265,10 @@ static void *churn_main(void *arg)
         for (unsigned i = 0; i < N; i++) {
             uint64_t r = rng_next(&x);
             if (v[i]) {
+                int bad = 0;
                 for (size_t k = 0; k < len[i]; k += 37)
-                    ck_assert_int_eq(v[i][k], (unsigned char)(i + len[i]));
+                    bad |= v[i][k] != (unsigned char)(i + len[i]);
+                ck_assert_msg(!bad, "block %u lost its pattern", i);
                 hak_free(v[i]);
                 v[i] = NULL;
             }
@@ -296,6 +303,7 @@ int main(void)
     TCase *reuse = tcase_create("reuse"), *busy = tcase_create("busy"), *idle = tcase_create("idle");
     tcase_add_test(reuse, test_reuse_tiny);
     tcase_add_test(reuse, test_reuse_span);
+    tcase_set_timeout(reuse, 60);
     tcase_add_test(busy, test_trim_while_busy);
     tcase_set_timeout(busy, 60);
     tcase_add_test(idle, test_idle_mixed);

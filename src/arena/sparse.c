@@ -117,14 +117,14 @@ uint32_t arena_sparse_wait(const struct policy *p, size_t in_use)
     return since >= period ? 0 : period - since;
 }
 
-/* r may be purged now (sparse_mutex held): with `trim` any region with a free page; else one
+/* r may be purged now (sparse_mutex held): with `trim` any region; else one
  * half empty or less whose owner has handed nothing out of it for `delay` ms. */
 static int sparse_candidate(struct region *r, uint32_t now, uint32_t delay, int trim, size_t *free_bytes)
 {
     uint32_t t = atomic_load_explicit(&r->takes, memory_order_relaxed);
     int sparse = region_sparse(r, free_bytes);
     if (trim)
-        return *free_bytes >= OS_PAGE;
+        return 1;
     if (t != r->sparse_takes) {
         r->sparse_takes = t;
         r->sparse_ms = now;
@@ -153,12 +153,15 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
     size_t total = waiting + (chunks < limit ? chunks : limit);
     size_t purged = 0;
     if (total > limit) {
-        size_t excess = total - limit;
+        /* Regions are taken until their estimates cover the excess (what they give back
+         * may differ: other threads' frees not merged yet count as in use); malloc_trim(0)
+         * takes them all. */
+        size_t excess = trim && keep == 0 ? SIZE_MAX : total - limit, taken = 0;
         int batched = HAK_PHASE95 && p->phase95;
         struct iovec iov[SPARSE_IOV];
         pthread_mutex_lock(&sparse_mutex);
         sparse_cursor = sparse_head;
-        while (sparse_cursor && purged < excess) {
+        while (sparse_cursor && taken < excess) {
             struct region *r = sparse_cursor;
             sparse_cursor = r->reg_next;
             uint8_t expect = REGION_HOLD_FREE;
@@ -166,6 +169,7 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
                 || !atomic_compare_exchange_strong_explicit(&r->hold, &expect, REGION_HOLD_PURGER,
                                                             memory_order_acquire, memory_order_relaxed))
                 continue;                   /* its owner is handing memory out: next time */
+            taken += f;
             pthread_mutex_unlock(&sparse_mutex);
             unsigned pages, n = region_free_pages(r, iov, SPARSE_IOV, &pages);
             if (n)

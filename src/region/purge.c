@@ -115,13 +115,29 @@ static unsigned tiny_free_pages(struct region *r, struct iovec *out, unsigned ma
     return (unsigned)n;
 }
 
-static unsigned remote_pages(struct region *r, uint32_t g, uint32_t k, struct iovec *out,
-                             unsigned n, unsigned max, unsigned *pages)
+/* The pages wholly inside bytes [a, b) of r. */
+static unsigned block_pages(struct region *r, uintptr_t a, uintptr_t b, struct iovec *out,
+                            unsigned n, unsigned max, unsigned *pages)
 {
-    uintptr_t a = ((uintptr_t)g << SPAN_GSHIFT) + sizeof(void *);
-    uintptr_t b = ((uintptr_t)(g + k) << SPAN_GSHIFT) - sizeof(struct span_node);
     uintptr_t lo = (a + OS_PAGE - 1) >> PAGE_SHIFT, hi = b >> PAGE_SHIFT;
     return lo < hi ? pages_add(r, lo, hi, out, n, max, pages) : n;
+}
+
+/* Takes r's remote stack off (r held by the purger): its blocks are TAG_DETACHED from now
+ * on, found by their tags when the owner merges them (span_merge_remote), so their links
+ * are not read again and all of their memory may go.  remote_home turns nonzero before
+ * the stack empties, so the owner's check for pending frees sees one or the other. */
+static void span_detach_remote(struct region *r)
+{
+    if (atomic_load_explicit(&r->remote, memory_order_relaxed) == NULL)
+        return;
+    atomic_fetch_add(&r->remote_home, 1);
+    void *p = atomic_exchange(&r->remote, NULL);
+    while (p) {
+        void *next = region_link_load(r, p, 1);
+        __atomic_store_n(&r->tags[span_gran(r, p)], (uint8_t)TAG_DETACHED, __ATOMIC_RELAXED);
+        p = next;
+    }
 }
 
 /* A span's free pages are those wholly inside a free run but for its last bytes, the
@@ -133,27 +149,40 @@ static unsigned span_free_pages(struct region *r, struct iovec *out, unsigned ma
 {
     uint16_t *len = span_len(r);
     unsigned n = 0;
+    uintptr_t da = 0, db = 0;               /* dead bytes so far, one stretch of them */
+    span_detach_remote(r);
     for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN;) {
         uint32_t k = __atomic_load_n(&len[g], __ATOMIC_RELAXED);
+        unsigned t = __atomic_load_n(&r->tags[g], __ATOMIC_RELAXED);
         if (k == 0 || g + k > SPAN_NGRAN)
             break;                      /* moving under a merge: the next pass sees it */
-        if (k > 1 && __atomic_load_n(&r->tags[g], __ATOMIC_RELAXED) == TAG_FREE
+        uintptr_t a = (uintptr_t)g << SPAN_GSHIFT, b = (uintptr_t)(g + k) << SPAN_GSHIFT;
+        uintptr_t lo = a, hi = a;       /* what of this block or run holds nothing */
+        int open_end = 0;               /* and it reaches its end */
+        if (k > 1 && t == TAG_FREE
             && __atomic_load_n(&r->tags[g + k - 1], __ATOMIC_RELAXED) == TAG_FEND
-            && __atomic_load_n(&len[g + k - 1], __ATOMIC_RELAXED) == k) {
-            uintptr_t a = (uintptr_t)g << SPAN_GSHIFT;
-            uintptr_t b = ((uintptr_t)(g + k) << SPAN_GSHIFT) - sizeof(struct span_node);
-            uintptr_t lo = (a + OS_PAGE - 1) >> PAGE_SHIFT, hi = b >> PAGE_SHIFT;
-            if (lo < hi)
-                n = pages_add(r, lo, hi, out, n, max, pages);
+            && __atomic_load_n(&len[g + k - 1], __ATOMIC_RELAXED) == k)
+            hi = b - sizeof(struct span_node);
+        else if (t == TAG_DETACHED)
+            hi = b, open_end = 1;
+        else if (t == TAG_REMOTE)
+            /* Pushed since the stack was taken off, maybe still being pushed: its first
+             * word is a link; its end may take a run's links when it merges (the owner
+             * merges holding r). */
+            lo = a + sizeof(void *), hi = b - sizeof(struct span_node);
+        if (lo == db && hi > lo) {
+            db = hi;                    /* the stretch goes on */
+        } else {
+            n = block_pages(r, da, db, out, n, max, pages);
+            da = lo, db = hi;
         }
-        else if (__atomic_load_n(&r->tags[g], __ATOMIC_RELAXED) == TAG_REMOTE)
-            /* Another thread's free, not merged: its first word links the span's remote
-             * stack, and its end may take a run's links when it merges (the owner merges
-             * holding r). */
-            n = remote_pages(r, g, k, out, n, max, pages);
+        if (!open_end) {
+            n = block_pages(r, da, db, out, n, max, pages);
+            da = db = 0;
+        }
         g += k;
     }
-    return n;
+    return block_pages(r, da, db, out, n, max, pages);
 }
 
 HAK_COLD unsigned region_free_pages(struct region *r, struct iovec *out, unsigned max, unsigned *pages)
@@ -174,8 +203,7 @@ HAK_COLD int region_sparse(struct region *r, size_t *free_bytes)
         f = (size_t)avail << SPAN_GSHIFT;
         /* half or less live, or blocks other threads freed waiting for an owner gone idle
          * (not counted free until merged) */
-        sparse = 2 * (avail + lent) >= SPAN_RUN_MAX
-              || atomic_load_explicit(&r->remote, memory_order_relaxed) != NULL;
+        sparse = 2 * (avail + lent) >= SPAN_RUN_MAX || region_remote_pending(r);
     } else if (r->cls < HAK_NTINY) {
         uint32_t used = __atomic_load_n(&r->used, __ATOMIC_RELAXED);
         uint32_t home = atomic_load_explicit(&r->remote_home, memory_order_relaxed);
@@ -185,6 +213,6 @@ HAK_COLD int region_sparse(struct region *r, size_t *free_bytes)
     } else {
         return 0;
     }
-    *free_bytes = f > out ? f - out : OS_PAGE;
+    *free_bytes = f > out ? f - out : 0;
     return sparse;
 }

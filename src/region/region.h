@@ -51,7 +51,8 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: list link encoding key */
     uint32_t bsize;
-    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome */
+    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome;
+                                        a span, Phase 101: nonzero while it has TAG_DETACHED blocks */
     /* Phase 101 (region/purge.c): free pages of a sparse region given back while it lives */
     struct region *reg_next, *reg_prev;  /* every tiny region and span (arena/sparse.c) */
     uint64_t purged_tiny;            /* under hold: a bit per 4 KiB page given back (a span's

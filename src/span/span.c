@@ -475,18 +475,27 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
     return 1;
 }
 
-/* Blocks other threads freed into r (tagged TAG_REMOTE, linked through their first word),
- * cached or merged as if freed here.  r may leave the heap when its last block comes back. */
+/* Blocks other threads freed into r (tagged TAG_REMOTE, linked through their first word,
+ * or TAG_DETACHED once the purger has taken them off the stack), cached or merged as if
+ * freed here.  r may leave the heap when its last block comes back. */
 void span_merge_remote(struct heap *h, struct region *r)
 {
-    void *p = atomic_exchange(&r->remote, NULL);
-    if (p == NULL)
+    if (!region_remote_pending(r))
         return;
-    /* Held (Phase 101): the purger gives back the inside of TAG_REMOTE blocks, which the
-     * quick cache could otherwise hand out as it gives them back.  A merge that empties r
-     * releases it, and clears h->span.held (span_emptied). */
+    /* Held (Phase 101): the purger gives back the inside of TAG_REMOTE blocks and takes
+     * them off the stack, and the quick cache could otherwise hand them out meanwhile.  A
+     * merge that empties r releases it, and clears h->span.held (span_emptied). */
     region_hold(r);
     h->span.held = r;
+    uint16_t detached[SPAN_NGRAN / 5 + 1];  /* mid blocks are 5 granules and up */
+    unsigned nd = 0;
+    if (atomic_exchange(&r->remote_home, 0)) {
+        uint16_t *len = span_len(r);
+        for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN && len[g]; g += len[g])
+            if (tag_get(r, g) == TAG_DETACHED)
+                detached[nd++] = (uint16_t)g;
+    }
+    void *p = atomic_exchange(&r->remote, NULL);
     while (p) {
         void *next = region_link_load(r, p, 1);
         uint32_t g = span_gran(r, p), n = span_len(r)[g];
@@ -494,6 +503,12 @@ void span_merge_remote(struct heap *h, struct region *r)
         region_refault(r, p, (size_t)n << SPAN_GSHIFT);
         span_put(h, r, g, n);
         p = next;
+    }
+    for (unsigned i = 0; i < nd && h->span.held == r; i++) {
+        uint32_t g = detached[i], n = span_len(r)[g];
+        HAK_POISON(span_addr(r, g), (size_t)n << SPAN_GSHIFT);
+        region_refault(r, span_addr(r, g), (size_t)n << SPAN_GSHIFT);
+        span_put(h, r, g, n);
     }
     if (h->span.held == r)
         region_unhold(r);
@@ -534,7 +549,8 @@ const char *span_check(struct heap *h)
                 return snprintf(why, sizeof why, "span %p: length %u at %u", (void *)r, n, g), why;
             if (free && prev_free)
                 return snprintf(why, sizeof why, "span %p: runs not merged at %u", (void *)r, g), why;
-            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE && t != TAG_LENT)
+            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE && t != TAG_LENT
+                && t != TAG_DETACHED)
                 return snprintf(why, sizeof why, "span %p: tag %#x at %u", (void *)r, t, g), why;
             if (n > 1 && (free ? tag_get(r, g + n - 1) != TAG_FEND || len[g + n - 1] != n : tag_get(r, g + n - 1) != 0))
                 return snprintf(why, sizeof why, "span %p: bad last granule of %u", (void *)r, g), why;

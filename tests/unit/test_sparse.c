@@ -114,9 +114,6 @@ static struct result run_shape(const struct allocator *a, enum shape s, unsigned
         pthread_t t;
         ck_assert_int_eq(pthread_create(&t, NULL, free_all, &w), 0);
         pthread_join(t, NULL);
-        /* Mid blocks other threads free wait, linked through their first words, until
-         * their owner merges them at its next mid allocation: it makes one. */
-        a->release(a->alloc(2000));
     } else {
         free_all(&w);
     }

@@ -16,7 +16,8 @@
  * no free reads or writes its neighbours' memory to find them:
  * - tags[g], one byte per granule: TAG_LIVE_SPAN at a live block's first granule,
  *   TAG_FREE at a free run's first, TAG_FEND at its last (runs of two granules or more),
- *   TAG_REMOTE at a block another thread freed that the owner has not merged yet, 0
+ *   TAG_REMOTE at a block another thread freed that the owner has not merged yet
+ *   (TAG_DETACHED once the purger has taken it off the remote stack, Phase 101), 0
  *   elsewhere.  The tag check of every free works unchanged (a granule-aligned pointer
  *   whose tag is live), and a neighbour's tag says whether it can merge.
  * - len[g], 16 bits per granule: the length in granules of the block or run starting at g,

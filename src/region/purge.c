@@ -214,5 +214,9 @@ HAK_COLD int region_sparse(struct region *r, size_t *free_bytes)
         return 0;
     }
     *free_bytes = f > out ? f - out : 0;
+    /* Other threads' frees not merged yet count as in use: at least a page, so a pass that
+     * sees nothing else free still takes the span */
+    if (r->cls == HAK_CLS_SPAN && *free_bytes < OS_PAGE && region_remote_pending(r))
+        *free_bytes = OS_PAGE;
     return sparse;
 }

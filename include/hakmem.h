@@ -79,6 +79,9 @@ struct hak_totals {
     uint64_t heaps;             /* threads' heaps in use */
     uint64_t large_blocks, large_bytes;   /* live blocks above 256 KiB, and their pages */
     uint64_t regions_mapped, regions_purged;
+    /* Phase 101: 4 KiB pages of live regions and spans given back (since start), faulted in
+     * again by a block handed out over them, and given back now (not in `resident`) */
+    uint64_t sparse_purged, sparse_refaulted, sparse_out;
 };
 void hak_totals_get(struct hak_totals *out);
 /* The totals, then the OBSERVE counters, to [observe] output (stderr by default). */

@@ -105,7 +105,11 @@ HAK_EXPORT void hak_totals_get(struct hak_totals *o)
     o->mapped = t.mapped;
     o->in_use = t.in_use;
     o->retained = t.retained;
-    o->resident = t.in_use + t.retained;
+    o->sparse_purged = t.sparse_purged;
+    o->sparse_refaulted = t.sparse_refaulted;
+    o->sparse_out = t.sparse_out;
+    uint64_t out = t.sparse_out * 4096u;
+    o->resident = t.in_use + t.retained > out ? t.in_use + t.retained - out : 0;
     o->purged = t.purged;
     o->peak = t.peak_resident;
     o->large_blocks = t.large_blocks;
@@ -131,7 +135,7 @@ static void totals_write(int fd, char *buf, size_t *n)
     hak_totals_get(&t);
     out(fd, buf, n, "hakmem %s totals (pid %d):\n", HAK_VERSION, (int)getpid());
     out_bytes(fd, buf, n, "mapped", t.mapped, "every mapping hakmem holds");
-    out_bytes(fd, buf, n, "resident", t.resident, "in use + retained: hakmem's view of its RSS");
+    out_bytes(fd, buf, n, "resident", t.resident, "in use + retained - pages given back: hakmem's view of its RSS");
     out_bytes(fd, buf, n, "in use", t.in_use, "regions, spans and large blocks");
     out_bytes(fd, buf, n, "retained", t.retained, "free, kept resident for reuse");
     out_bytes(fd, buf, n, "purged", t.purged, "given back to the OS since start");
@@ -141,6 +145,9 @@ static void totals_write(int fd, char *buf, size_t *n)
         (unsigned long long)t.large_bytes);
     out(fd, buf, n, "  %-13s %15llu  (%llu purged)\n", "regions", (unsigned long long)t.regions_mapped,
         (unsigned long long)t.regions_purged);
+    out(fd, buf, n, "  %-13s %15llu  (%llu faulted in again, %llu given back now)\n", "sparse pages",
+        (unsigned long long)t.sparse_purged, (unsigned long long)t.sparse_refaulted,
+        (unsigned long long)t.sparse_out);
     if (prof_active()) {                /* the profiler's own memory, apart from the program's */
         struct prof_info pi;
         prof_read(&pi);
@@ -259,8 +266,10 @@ int api_malloc_trim(size_t pad)
     init_process();
     size_t left = 0;
     size_t purged = arena_trim(pad, &left);
-    size_t unmapped = large_trim(pad > left ? pad - left : 0);
-    return purged || unmapped;
+    pad = pad > left ? pad - left : 0;
+    size_t sparse = arena_sparse_pass(1, pad);       /* Phase 101: pages inside regions too */
+    size_t unmapped = large_trim(pad > sparse ? pad - sparse : 0);
+    return purged || sparse || unmapped;
 }
 
 /* glibc's fields, from the totals: everything hakmem has is mapped, so "arena" is what it

@@ -26,8 +26,10 @@ void  arena_pool_lock(void);
 void  arena_pool_unlock(void);
 void  arena_pool_after_fork_child(void);   /* fresh locks; the purger's extents free again */
 /* Phase 99, for the purger: waits for extents due for purging and takes them out of the free
- * ones (*batched: Phase 95 for them); then gives them back, purged. */
-unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched);
+ * ones (*batched: Phase 95 for them); then gives them back, purged.  Or returns 0 with
+ * *sparse set when a pass over sparse regions is due (Phase 101). */
+unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched, int *sparse);
+size_t arena_pool_resident_free(void);   /* bytes of free chunks that may be resident */
 void  arena_pool_purge_done(const struct iovec *extents, unsigned n);
 int   arena_pool_purger_idle(void);   /* test hook: the purger waits with no deadline */
 /* malloc_trim: free chunks purged now, whatever their delay, until at most `pad` bytes of
@@ -38,6 +40,14 @@ size_t arena_trim(size_t pad, size_t *left);
  * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up. */
 typedef int (*arena_donor_fn)(uintptr_t dst, size_t len);
 void  arena_set_donor(arena_donor_fn fn);
+
+/* sparse.c (Phase 101): free pages inside live tiny regions and spans given back */
+void   arena_sparse_forget(struct region *r);   /* r, held, is about to leave (region_hold) */
+/* One pass over the regions: with `trim` (malloc_trim) every free page now, until at most
+ * `keep` bytes of them stay; else the pages of those that have stayed sparse (half or less
+ * live) and untouched for [purge] delay, while they and the free chunks exceed [purge]
+ * retain.  Returns the bytes given back. */
+size_t arena_sparse_pass(int trim, size_t keep);
 
 /* purger.c (Phase 99): a thread that purges, so the freeing thread need not */
 void  arena_purger_want(void);          /* purges are coming: start the purger at the next safe point */

@@ -162,7 +162,7 @@ void arena_clock_set(int frozen, uint32_t ms)
 
 /* Milliseconds from a coarse clock (a vDSO read, no syscall); wraps after 49 days, which
  * unsigned differences absorb. */
-static uint32_t arena_now_ms(void)
+uint32_t arena_now_ms(void)
 {
     if (unlikely(atomic_load_explicit(&clock_frozen, memory_order_relaxed)))
         return atomic_load_explicit(&clock_frozen_ms, memory_order_relaxed);

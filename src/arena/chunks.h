@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "../region/region.h"
+
+struct policy;
 
 /* Internal to arena/: every call expects the pool's lock held (pool.c). */
 
@@ -40,6 +43,18 @@ void     arena_after_fork_child(void);
 
 /* Test hook: with `frozen`, the arenas' clock reads `ms` until set again. */
 void arena_clock_set(int frozen, uint32_t ms);
+/* The arenas' clock in milliseconds (no lock needed). */
+uint32_t arena_now_ms(void);
+
+/* sparse.c (Phase 101): every live tiny region and span, for the purger's pass over them */
+void arena_sparse_add(struct region *r);        /* a region or span just made */
+void arena_sparse_lock(void);                   /* fork: the list stays whole in the child */
+void arena_sparse_unlock(void);
+void arena_sparse_after_fork_child(void);
+/* Under the pool's lock, for the purger: milliseconds until its next pass over sparse
+ * regions, 0 if one is due, UINT32_MAX if none is wanted (the phase off, or a heap within
+ * `retain`, in which free pages inside regions cannot exceed the cap). */
+uint32_t arena_sparse_wait(const struct policy *p, size_t in_use);
 
 /* malloc_trim: purges free resident chunks, whatever their age, until at most `keep` bytes
  * stay resident.  Returns the bytes purged. */

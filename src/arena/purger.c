@@ -22,8 +22,12 @@ static void *purger_main(void *arg)
     (void)arg;
     struct iovec extents[PURGER_BATCH];
     for (;;) {
-        int batched;
-        unsigned n = arena_pool_purge_next(extents, PURGER_BATCH, &batched);
+        int batched, sparse;
+        unsigned n = arena_pool_purge_next(extents, PURGER_BATCH, &batched, &sparse);
+        if (sparse) {
+            arena_sparse_pass(0, 0);
+            continue;
+        }
         os_purge_many(extents, n, batched);
         arena_pool_purge_done(extents, n);
     }

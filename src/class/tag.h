@@ -20,6 +20,9 @@
 /* A live block the heap profiler sampled (its class: its region's).  Not the live tag, so
  * its free leaves the hot path for the one that ends the sample; no other free pays. */
 #define TAG_SAMPLED     0x07u
+/* A span block another thread freed that the purger took off the span's remote stack
+ * (Phase 101): free, its memory given back, found again by this tag. */
+#define TAG_DETACHED    0x08u
 
 /* A live block's tag is 0x80 plus its class's slot index (class.h): unique per class, so
  * a block start of one class's layout never passes for another's, and the hot paths hold

@@ -2,6 +2,7 @@
  * errno is saved around calls whose failure we absorb, so a successful malloc leaves errno alone. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -103,6 +104,13 @@ HAK_COLD void os_purge(void *p, size_t size)
     int e = errno;
     madvise(p, size, MADV_DONTNEED);
     atomic_fetch_add_explicit(&os_purged, size, memory_order_relaxed);
+    errno = e;
+}
+
+HAK_COLD void os_yield(void)
+{
+    int e = errno;
+    sched_yield();
     errno = e;
 }
 

@@ -21,6 +21,7 @@ void  os_purge_many(struct iovec *v, unsigned n, int batched);
  * touches costs no page fault (a tenth of one on a shadow-paging guest). */
 void  os_populate(void *p, size_t size);
 void  os_advise_huge(void *p, size_t size);      /* MADV_HUGEPAGE; a kernel without THP ignores it */
+void  os_yield(void);                            /* lets another thread run (a short wait's spin) */
 void *os_remap(void *p, size_t old_size, size_t new_size);
 /* Moves the pages of [src, src+size) over [dst, dst+size) (whose old pages are dropped),
  * without copying; src is left unmapped.  0 on failure (e.g. src crosses two kernel

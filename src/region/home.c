@@ -94,6 +94,7 @@ int region_has_blocks(struct region *r)
  * fresh carving: blocks other threads gave back are reused before untouched memory is. */
 unsigned region_take(struct region *r, void **out, unsigned want)
 {
+    region_hold(r);                     /* Phase 101: the purger reads these tags too */
     unsigned n = region_home_take(r, out, want);
     if (n < want && region_remote_pending(r)) {
         region_collect(r);
@@ -109,5 +110,11 @@ unsigned region_take(struct region *r, void **out, unsigned want)
         r->carved += k;
     }
     r->used += n;
+    if (unlikely(r->purged_n))
+        for (unsigned i = 0; i < n; i++)
+            region_refault_slow(r, (uintptr_t)out[i], r->bsize);
+    atomic_store_explicit(&r->takes, atomic_load_explicit(&r->takes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    region_unhold(r);
     return n;
 }

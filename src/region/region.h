@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include "../common/common.h"
 #include "../class/class.h"
 
@@ -50,13 +51,25 @@ struct region {
     struct region *next, *prev;      /* owner's per-class list, or the pool */
     uint64_t secret;                 /* hardened: list link encoding key */
     uint32_t bsize;
-    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome */
+    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome;
+                                        a span, Phase 101: nonzero while it has TAG_DETACHED blocks */
+    /* Phase 101 (region/purge.c): free pages of a sparse region given back while it lives */
+    struct region *reg_next, *reg_prev;  /* every tiny region and span (arena/sparse.c) */
+    uint64_t purged_tiny;            /* under hold: a bit per 4 KiB page given back (a span's
+                                        bits lie past its lengths: span_purged) */
+    uint32_t sparse_ms;              /* the purger's: when it last saw `takes` change */
+    _Atomic uint16_t takes;          /* bumped by the owner under hold: it handed memory out */
+    uint16_t sparse_takes;           /* the purger's: `takes` as it last saw it */
+    uint16_t purged_n;               /* pages given back, the bits set (under hold) */
+    _Atomic uint8_t hold;            /* REGION_HOLD_*: who may hand out or give back its free memory */
     uint8_t  tags[] HAK_ALIGNED(8);  /* (chunks * 64 KiB) >> gshift bytes (whole, aligned
                                         words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 
 _Static_assert(offsetof(struct region, prev) + sizeof(void *) <= HAK_CACHE_LINE,
                "a free reads the header's fields up to prev on one line");
+_Static_assert(offsetof(struct region, tags) < 128,
+               "the hot paths address a tag as base + offsetof(tags): keep it a one-byte displacement");
 
 HAK_INLINE uint8_t *region_tag(struct region *r, uintptr_t p)
 {
@@ -142,6 +155,50 @@ HAK_TAG_INLINE int region_tag_check_live(struct region *r, uintptr_t p, uint8_t 
 {
     return region_tag_check_live_at(r, (uint32_t)(p - (uintptr_t)r), r->gshift, r->live_tag, tagp);
 }
+
+/* Phase 101: the owner holds a region while it hands out memory it may have to fault back
+ * in (a refill's take, a span's carve), the purger while it reads which pages are free and
+ * gives them back, a release while its chunks leave; whoever finds it held by the other
+ * side waits (the owner, a release) or passes it by (the purger). */
+#define REGION_HOLD_FREE   0u
+#define REGION_HOLD_OWNER  1u
+#define REGION_HOLD_PURGER 2u
+
+void region_hold_wait(struct region *r);         /* purge.c: spins until the owner gets it */
+
+HAK_INLINE void region_hold(struct region *r)
+{
+    uint8_t expect = REGION_HOLD_FREE;
+    if (unlikely(!atomic_compare_exchange_strong_explicit(&r->hold, &expect, REGION_HOLD_OWNER,
+                                                          memory_order_acquire, memory_order_relaxed)))
+        region_hold_wait(r);
+}
+
+HAK_INLINE void region_unhold(struct region *r)
+{
+    atomic_store_explicit(&r->hold, REGION_HOLD_FREE, memory_order_release);
+}
+
+/* The owner under hold has handed out [p, p + len): pages of it that were given back are
+ * counted faulted in again (purge.c). */
+void region_refault_slow(struct region *r, uintptr_t p, size_t len);
+
+HAK_INLINE void region_refault(struct region *r, void *p, size_t len)
+{
+    if (unlikely(r->purged_n))
+        region_refault_slow(r, (uintptr_t)p, len);
+}
+
+/* purge.c, for the purger holding r (REGION_HOLD_PURGER): the pages of r that hold nothing
+ * read again before they are handed out, not given back yet, as ranges in out[] (at most
+ * max), marked given back; *pages counts them.  Tiny regions and spans; 0 for others. */
+unsigned region_free_pages(struct region *r, struct iovec *out, unsigned max, unsigned *pages);
+/* A tiny region or span with half or less live: 1, and in *free_bytes about how much of its
+ * free memory is still resident (a racy read: a hint for choosing, not a promise). */
+int      region_sparse(struct region *r, size_t *free_bytes);
+void     region_purged_reset(struct region *r);   /* a new region: nothing given back */
+/* [p, p + len) of r leaves it (a span's lent chunks, a release): not counted given back. */
+void     region_purged_forget(struct region *r, uintptr_t p, size_t len);
 
 /* Cache and remote-stack links live in the first word of a free block.  Hardened builds
  * encode them with the region's secret and check every link before it is followed

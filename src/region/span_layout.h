@@ -16,7 +16,8 @@
  * no free reads or writes its neighbours' memory to find them:
  * - tags[g], one byte per granule: TAG_LIVE_SPAN at a live block's first granule,
  *   TAG_FREE at a free run's first, TAG_FEND at its last (runs of two granules or more),
- *   TAG_REMOTE at a block another thread freed that the owner has not merged yet, 0
+ *   TAG_REMOTE at a block another thread freed that the owner has not merged yet
+ *   (TAG_DETACHED once the purger has taken it off the remote stack, Phase 101), 0
  *   elsewhere.  The tag check of every free works unchanged (a granule-aligned pointer
  *   whose tag is live), and a neighbour's tag says whether it can merge.
  * - len[g], 16 bits per granule: the length in granules of the block or run starting at g,
@@ -33,6 +34,10 @@
 #define SPAN_BLOCKS_OFF ((offsetof(struct region, tags) + SPAN_NGRAN * 3u + SPAN_GRANULE - 1) \
                          & ~(size_t)(SPAN_GRANULE - 1))
 #define SPAN_FIRST    ((uint32_t)(SPAN_BLOCKS_OFF >> SPAN_GSHIFT))            /* 49 */
+/* Phase 101: a bit per 4 KiB page given back, past the lengths (the header has no room). */
+#define SPAN_PURGED_OFF (offsetof(struct region, tags) + SPAN_NGRAN * 3u)
+_Static_assert(SPAN_PURGED_OFF % 8 == 0 && SPAN_PURGED_OFF + 32 <= SPAN_BLOCKS_OFF,
+               "a span's page bits fit between its lengths and its first block");
 #define SPAN_RUN_MAX  (SPAN_NGRAN - SPAN_FIRST)                               /* a fresh span's run */
 
 
@@ -113,6 +118,11 @@ HAK_INLINE int span_lend_crossed(uint32_t live, uint32_t freed)
 HAK_INLINE uint32_t span_live(struct region *r)
 {
     return SPAN_RUN_MAX - r->span_avail - r->span_lent;
+}
+
+HAK_INLINE uint64_t *span_purged(struct region *r)
+{
+    return (uint64_t *)(void *)((char *)r + SPAN_PURGED_OFF);
 }
 
 /* Bytes a live span block holds (its tag already checked). */

@@ -39,7 +39,7 @@ HAK_COLD void region_report_block(const char *call, struct region *r, uintptr_t 
     int cls = r->cls;
     if ((off & (((uintptr_t)1 << r->gshift) - 1)) || off < r->blocks_off)
         class_misuse(call, (void *)p, "invalid pointer (not the start of a block)", cls);
-    else if (tag == TAG_FREE || tag == TAG_HOME || (r->cls == HAK_CLS_SPAN && (tag == TAG_REMOTE || tag == TAG_CACHED)))
+    else if (tag == TAG_FREE || tag == TAG_HOME || (r->cls == HAK_CLS_SPAN && (tag == TAG_REMOTE || tag == TAG_CACHED || tag == TAG_DETACHED)))
         class_misuse(call, (void *)p, strcmp(call, "free") ? "use after free (block already freed)" : "double free", cls);
     else
         class_misuse(call, (void *)p, "invalid pointer (not the start of an allocated block)", cls);

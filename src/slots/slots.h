@@ -36,6 +36,7 @@ struct span_heap {
     struct span_node *bin[SPAN_NBINS];
     struct region *list;             /* the spans this heap owns, circular */
     struct region *empty;            /* one with nothing live, kept for the next carve */
+    struct region *held;             /* Phase 101: the span whose remote frees are merging, held */
     uint32_t n;
 };
 

@@ -161,6 +161,16 @@ HAK_INLINE struct span_node *bin_first(struct heap *h, unsigned b, unsigned *fou
 
 static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want);
 
+/* Granules [p, p + n) of r, held, have just been handed out: pages of them given back fault
+ * in again (Phase 101), and the purger sees r touched. */
+HAK_INLINE void span_handed_out(struct region *r, void *p, uint32_t n)
+{
+    region_refault(r, p, (size_t)n << SPAN_GSHIFT);
+    atomic_store_explicit(&r->takes, atomic_load_explicit(&r->takes, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    region_unhold(r);
+}
+
 /* The first block of the quick cache's list of length n (not empty), taken off it and off
  * its span's counts (still counted in r->used); *rp is its span. */
 HAK_INLINE void *quick_pop(struct heap *h, uint32_t n, struct region **rp)
@@ -223,16 +233,21 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
             bin_cut(h, fb, x);
             continue;
         }
+        region_hold(r);                     /* Phase 101: the purger reads runs too */
         /* The block is the run's front: the rest keeps its links at the end, and its bin
          * unless it has shrunk out of it. */
         if (n == want) {
-            if (unlikely(!bin_unlink(h, x, n)))
+            if (unlikely(!bin_unlink(h, x, n))) {
+                region_unhold(r);
                 continue;
+            }
             if (n > 1)
                 tag_set(r, e, 0);           /* the run's end is inside the block now */
         } else {
-            if (unlikely(!bin_move(h, x, n, n - want)))
+            if (unlikely(!bin_move(h, x, n, n - want))) {
+                region_unhold(r);
                 continue;
+            }
             run_mark(r, g + want, n - want);
         }
         len[g] = (uint16_t)want;
@@ -241,6 +256,7 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
         r->span_avail = (uint16_t)(r->span_avail - want);
         OBS_INC(h, allocs, class_of_size(size));
         void *p = span_addr(r, g);
+        span_handed_out(r, p, want);
         HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
         SPAN_CHECK(h);
         return p;
@@ -435,36 +451,68 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
         want = more;
     struct span_node *x = run_node(r, e, nn);
     r->span_avail = (uint16_t)(r->span_avail - (want - cur));
+    region_hold(r);                         /* Phase 101: the purger reads runs too */
     if (want == room) {
-        if (!bin_unlink(h, x, nn))
+        if (!bin_unlink(h, x, nn)) {
+            region_unhold(r);
             return 0;
+        }
         tag_set(r, e, 0);
         if (nn > 1)
             tag_set(r, e + nn - 1, 0);
     } else {
-        if (!bin_move(h, x, nn, room - want))
+        if (!bin_move(h, x, nn, room - want)) {
+            region_unhold(r);
             return 0;
+        }
         tag_set(r, e, 0);
         run_mark(r, g + want, room - want);
     }
+    span_handed_out(r, span_addr(r, e), want - cur);
     len[g] = (uint16_t)want;
     HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
     SPAN_CHECK(h);
     return 1;
 }
 
-/* Blocks other threads freed into r (tagged TAG_REMOTE, linked through their first word),
- * cached or merged as if freed here.  r may leave the heap when its last block comes back. */
+/* Blocks other threads freed into r (tagged TAG_REMOTE, linked through their first word,
+ * or TAG_DETACHED once the purger has taken them off the stack), cached or merged as if
+ * freed here.  r may leave the heap when its last block comes back. */
 void span_merge_remote(struct heap *h, struct region *r)
 {
+    if (!region_remote_pending(r))
+        return;
+    /* Held (Phase 101): the purger gives back the inside of TAG_REMOTE blocks and takes
+     * them off the stack, and the quick cache could otherwise hand them out meanwhile.  A
+     * merge that empties r releases it, and clears h->span.held (span_emptied). */
+    region_hold(r);
+    h->span.held = r;
+    uint16_t detached[SPAN_NGRAN / 5 + 1];  /* mid blocks are 5 granules and up */
+    unsigned nd = 0;
+    if (atomic_exchange(&r->remote_home, 0)) {
+        uint16_t *len = span_len(r);
+        for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN && len[g]; g += len[g])
+            if (tag_get(r, g) == TAG_DETACHED)
+                detached[nd++] = (uint16_t)g;
+    }
     void *p = atomic_exchange(&r->remote, NULL);
     while (p) {
         void *next = region_link_load(r, p, 1);
         uint32_t g = span_gran(r, p), n = span_len(r)[g];
         HAK_POISON(p, (size_t)n << SPAN_GSHIFT);
+        region_refault(r, p, (size_t)n << SPAN_GSHIFT);
         span_put(h, r, g, n);
         p = next;
     }
+    for (unsigned i = 0; i < nd && h->span.held == r; i++) {
+        uint32_t g = detached[i], n = span_len(r)[g];
+        HAK_POISON(span_addr(r, g), (size_t)n << SPAN_GSHIFT);
+        region_refault(r, span_addr(r, g), (size_t)n << SPAN_GSHIFT);
+        span_put(h, r, g, n);
+    }
+    if (h->span.held == r)
+        region_unhold(r);
+    h->span.held = NULL;
 }
 
 /* An adopted span: its free runs (as the last owner left them) into h's bins. */
@@ -501,7 +549,8 @@ const char *span_check(struct heap *h)
                 return snprintf(why, sizeof why, "span %p: length %u at %u", (void *)r, n, g), why;
             if (free && prev_free)
                 return snprintf(why, sizeof why, "span %p: runs not merged at %u", (void *)r, g), why;
-            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE && t != TAG_LENT)
+            if (!free && t != TAG_LIVE_SPAN && t != TAG_CACHED && t != TAG_REMOTE && t != TAG_LENT
+                && t != TAG_DETACHED)
                 return snprintf(why, sizeof why, "span %p: tag %#x at %u", (void *)r, t, g), why;
             if (n > 1 && (free ? tag_get(r, g + n - 1) != TAG_FEND || len[g + n - 1] != n : tag_get(r, g + n - 1) != 0))
                 return snprintf(why, sizeof why, "span %p: bad last granule of %u", (void *)r, g), why;

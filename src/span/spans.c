@@ -66,6 +66,7 @@ HAK_COLD int span_refill(struct heap *h)
  * blocks), in as few extents as they allow, under one lock.  r is not read once they have gone. */
 static void span_release(struct region *r)
 {
+    arena_sparse_forget(r);                 /* Phase 101: no pass reads it past here */
     const uint32_t cg = HAK_CHUNK_SIZE >> SPAN_GSHIFT;
     uint32_t lent = 0;                      /* a bit per chunk */
     uint16_t *len = span_len(r);
@@ -115,6 +116,10 @@ HAK_COLD void span_emptied(struct heap *h, struct region *r)
         if (r->tags[g] == TAG_FREE && !span_bin_unlink(h, r, g, len[g]))
             return;                         /* reported: the span stays, leaked */
     span_list_remove(h, r);
+    if (h->span.held == r)
+        h->span.held = NULL;                /* held already: span_release keeps the hold */
+    else
+        region_hold(r);
     span_release(r);
 }
 
@@ -132,6 +137,9 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
     uint16_t *len = span_len(r);
     struct iovec ext[SPAN_CHUNKS / 2 + 1];
     unsigned n_ext = 0;
+    int mine = h->span.held != r;           /* Phase 101: its chunks leave under a pass */
+    if (mine)
+        region_hold(r);
     for (uint32_t g = SPAN_FIRST; g < SPAN_NGRAN;) {
         uint32_t n = len[g], next = g + n;  /* the run is split up, but the block after stays */
         uint32_t c0 = (g + cg - 1) / cg, c1 = (g + n) / cg;
@@ -157,8 +165,11 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
         ext[n_ext].iov_base = span_addr(r, lg);
         ext[n_ext++].iov_len = (size_t)ln << SPAN_GSHIFT;
         region_map_clear((uintptr_t)span_addr(r, lg), (size_t)ln << SPAN_GSHIFT);
+        region_purged_forget(r, (uintptr_t)span_addr(r, lg), (size_t)ln << SPAN_GSHIFT);
         g = next;
     }
+    if (mine)
+        region_unhold(r);
     if (n_ext)
         arena_extents_release(ext, n_ext);
 }
@@ -181,10 +192,12 @@ HAK_COLD void span_release_all(struct heap *h)
     memset(h->span.bin, 0, sizeof h->span.bin);
     while ((r = h->span.list) != NULL) {
         span_list_remove(h, r);
-        if (r->used == 0)
+        if (r->used == 0) {
+            region_hold(r);
             span_release(r);
-        else
+        } else {
             arena_region_abandon(r);
+        }
     }
     h->span.empty = NULL;
 }

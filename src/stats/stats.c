@@ -9,6 +9,7 @@ static _Atomic uint64_t stats_regions_mapped, stats_regions_purged;
 static _Atomic uint64_t stats_arena_used, stats_arena_free, stats_lcache;
 static _Atomic uint64_t stats_large_n, stats_large_total, stats_large_own;
 static _Atomic uint64_t stats_peak_resident;
+static _Atomic uint64_t stats_sparse_purged, stats_sparse_refaulted, stats_sparse_dropped;
 
 /* Sampled at every change of what it sums, so the peak is exact up to racing updaters. */
 static void stats_peak_update(void)
@@ -52,6 +53,16 @@ void stats_large_cache(size_t bytes)
 void stats_region(int purged)
 {
     atomic_fetch_add_explicit(purged ? &stats_regions_purged : &stats_regions_mapped, 1, memory_order_relaxed);
+}
+
+void stats_sparse(unsigned purged, unsigned refaulted, unsigned dropped)
+{
+    if (purged)
+        atomic_fetch_add_explicit(&stats_sparse_purged, purged, memory_order_relaxed);
+    if (refaulted)
+        atomic_fetch_add_explicit(&stats_sparse_refaulted, refaulted, memory_order_relaxed);
+    if (dropped)
+        atomic_fetch_add_explicit(&stats_sparse_dropped, dropped, memory_order_relaxed);
 }
 
 #if HAK_OBSERVE
@@ -101,6 +112,10 @@ void stats_read(struct stats_totals *t)
         t->peak_resident = t->in_use + t->retained;
     t->large_blocks = atomic_load(&stats_large_n);
     t->large_bytes = atomic_load(&stats_large_total);
+    t->sparse_purged = atomic_load(&stats_sparse_purged);
+    t->sparse_refaulted = atomic_load(&stats_sparse_refaulted);
+    uint64_t back = t->sparse_refaulted + atomic_load(&stats_sparse_dropped);
+    t->sparse_out = t->sparse_purged > back ? t->sparse_purged - back : 0;
 #if HAK_OBSERVE
     t->large_allocs = atomic_load(&stats_large_allocs);
     t->large_frees = atomic_load(&stats_large_frees);

@@ -24,6 +24,7 @@ struct stats_totals {
     uint64_t peak_resident;   /* the most in_use + retained has been */
     uint64_t large_blocks, large_bytes;   /* live large blocks */
     uint64_t large_allocs, large_frees;
+    uint64_t sparse_purged, sparse_refaulted, sparse_out;   /* Phase 101: pages (stats_sparse) */
     uint64_t remote_frees[STATS_ROWS];
     int64_t  live, peak;
 };
@@ -35,6 +36,9 @@ void stats_arena(size_t in_use, size_t resident_free);
 void stats_large_block(int delta, size_t bytes, int own);
 /* The large page cache's bytes, after each change (large/, under its lock). */
 void stats_large_cache(size_t bytes);
+/* Phase 101: pages of live regions and spans given back, faulted in again by a block
+ * handed out over them, and dropped from the count as their chunks left the span or region. */
+void stats_sparse(unsigned purged, unsigned refaulted, unsigned dropped);
 void stats_read(struct stats_totals *t);
 
 #if HAK_OBSERVE

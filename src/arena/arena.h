@@ -16,6 +16,14 @@ struct region *arena_span_take(struct heap *h);                   /* a new span 
 void  arena_region_release(struct region *r);                     /* an empty region goes back */
 void  arena_region_abandon(struct region *r);                     /* thread exit: live blocks in it */
 struct region *arena_region_adopt(unsigned cls, struct heap *h);  /* an abandoned one, or NULL */
+/* Spans: abandoned by their longest free run (granules), so an adopter takes one that fits. */
+void  arena_span_abandon(struct region *r, uint32_t longest);
+/* An abandoned span another thread freed into since (tried first), else one whose longest
+ * run holds `want` granules; NULL if none. */
+struct region *arena_span_adopt(struct heap *h, uint32_t want);
+/* Another thread freed the first block into r since it was last collected, and r has no
+ * owner: an abandoned span or region without room may have some now. */
+void  arena_abandoned_freed(struct region *r);
 /* ... and extents of chunks for large blocks (no region header; the caller keeps the map) */
 uintptr_t arena_chunks_take(unsigned chunks, int *clean);
 void  arena_chunks_release(uintptr_t a, unsigned chunks);

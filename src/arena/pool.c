@@ -21,8 +21,22 @@ static pthread_cond_t purge_cv = PTHREAD_COND_INITIALIZER;   /* the purger waits
 static int purger_idle;
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];   /* by class, and the spans */
+/* Abandoned regions by class: with a block to hand out (adopted), and without (not, until
+ * another thread frees into one, arena_abandoned_freed: a refill then adopts one that has
+ * a block instead of each in turn).  abandoned_at says which list. */
+static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];
+static struct region *abandoned_full[HAK_NCLASSES];
+#define ABANDONED_ROOM 0u
+#define ABANDONED_FULL 1u
 static size_t abandoned_n;
+/* Abandoned spans: list k holds those whose longest free run had 2^k to 2^(k+1) - 1
+ * granules when abandoned; the last, those another thread has freed into since (how much
+ * they hold now is unknown).  An adopter takes one that fits, not each in turn: an exiting
+ * thread abandons again all it adopted, so walking them would make every new thread pay for
+ * all its predecessors'.  Under abandoned_mutex. */
+#define SPAN_LISTS 14u                      /* 2^13 granules > a span's 4096 */
+#define SPAN_FREED (SPAN_LISTS - 1)
+static struct region *abandoned_spans[SPAN_LISTS];
 
 /* Every change of the arenas' bytes in use or free resident happens under the pool's lock:
  * leaving it hands them to the statistics, so the totals cost nothing on the hot paths. */
@@ -277,6 +291,7 @@ static struct region *region_init(uintptr_t a, int clean, unsigned cls, const st
     atomic_store_explicit(&r->remote, NULL, memory_order_relaxed);
     atomic_store_explicit(&r->remote_home, 0, memory_order_relaxed);
     r->next = r->prev = NULL;
+    r->abandoned_at = REGION_NOT_ABANDONED;
     r->secret = region_secret(a);
     arena_sparse_add(r);
     atomic_store(&r->owner, h);
@@ -328,17 +343,105 @@ HAK_COLD void arena_region_release(struct region *r)
 }
 
 /* Thread exit: the region keeps its live blocks and waits for a new owner.
- * Frees arriving meanwhile go to its remote list, which the adopter collects. */
+ * Frees arriving meanwhile go to its remote list, which the adopter collects.  Whether it
+ * has a block is read under the lock, after the owner is gone: a free that came first
+ * shows as pending, one that comes after finds it listed (arena_abandoned_freed). */
 HAK_COLD void arena_region_abandon(struct region *r)
 {
     atomic_store(&r->owner, NULL);
     pthread_mutex_lock(&abandoned_mutex);
     r->prev = NULL;
-    r->next = atomic_load_explicit(&abandoned[r->cls], memory_order_relaxed);
+    if (region_has_blocks(r)) {
+        r->abandoned_at = ABANDONED_ROOM;
+        r->next = atomic_load_explicit(&abandoned[r->cls], memory_order_relaxed);
+        if (r->next)
+            r->next->prev = r;
+        atomic_store_explicit(&abandoned[r->cls], r, memory_order_relaxed);
+    } else {
+        r->abandoned_at = ABANDONED_FULL;
+        r->next = abandoned_full[r->cls];
+        if (r->next)
+            r->next->prev = r;
+        abandoned_full[r->cls] = r;
+    }
+    abandoned_n++;
+    pthread_mutex_unlock(&abandoned_mutex);
+}
+
+static void span_list_push(struct region *r, unsigned k)
+{
+    r->abandoned_at = (uint8_t)k;
+    r->prev = NULL;
+    r->next = abandoned_spans[k];
     if (r->next)
         r->next->prev = r;
-    atomic_store_explicit(&abandoned[r->cls], r, memory_order_relaxed);
+    abandoned_spans[k] = r;
+}
+
+static void span_list_unlink(struct region *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        abandoned_spans[r->abandoned_at] = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->abandoned_at = REGION_NOT_ABANDONED;
+    r->next = r->prev = NULL;
+}
+
+HAK_COLD void arena_span_abandon(struct region *r, uint32_t longest)
+{
+    atomic_store(&r->owner, NULL);
+    unsigned k = longest ? 31u - (unsigned)__builtin_clz(longest) : 0;
+    pthread_mutex_lock(&abandoned_mutex);
+    /* a free since the owner left is pending now, or finds r listed */
+    span_list_push(r, region_remote_pending(r) ? SPAN_FREED : k < SPAN_FREED ? k : SPAN_FREED - 1);
     abandoned_n++;
+    pthread_mutex_unlock(&abandoned_mutex);
+}
+
+HAK_COLD struct region *arena_span_adopt(struct heap *h, uint32_t want)
+{
+    /* list k's runs are all at least 2^k: from the first k with 2^k >= want, each fits */
+    unsigned k0 = want > 1 ? 32u - (unsigned)__builtin_clz(want - 1) : 0;
+    struct region *r = NULL;
+    pthread_mutex_lock(&abandoned_mutex);
+    if ((r = abandoned_spans[SPAN_FREED]) == NULL)
+        for (unsigned k = k0; k < SPAN_FREED && r == NULL; k++)
+            r = abandoned_spans[k];
+    if (r) {
+        span_list_unlink(r);
+        abandoned_n--;
+    }
+    pthread_mutex_unlock(&abandoned_mutex);
+    if (r)
+        atomic_store(&r->owner, h);         /* seq_cst, as arena_region_adopt's */
+    return r;
+}
+
+HAK_COLD void arena_abandoned_freed(struct region *r)
+{
+    pthread_mutex_lock(&abandoned_mutex);
+    if (r->cls == HAK_CLS_SPAN) {
+        if (r->abandoned_at != REGION_NOT_ABANDONED && r->abandoned_at != SPAN_FREED) {
+            span_list_unlink(r);
+            span_list_push(r, SPAN_FREED);
+        }
+    } else if (r->abandoned_at == ABANDONED_FULL) {
+        if (r->prev)
+            r->prev->next = r->next;
+        else
+            abandoned_full[r->cls] = r->next;
+        if (r->next)
+            r->next->prev = r->prev;
+        r->abandoned_at = ABANDONED_ROOM;
+        r->prev = NULL;
+        r->next = atomic_load_explicit(&abandoned[r->cls], memory_order_relaxed);
+        if (r->next)
+            r->next->prev = r;
+        atomic_store_explicit(&abandoned[r->cls], r, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&abandoned_mutex);
 }
 
@@ -352,6 +455,7 @@ HAK_COLD struct region *arena_region_adopt(unsigned cls, struct heap *h)
         atomic_store_explicit(&abandoned[cls], r->next, memory_order_relaxed);
         if (r->next)
             r->next->prev = NULL;
+        r->abandoned_at = REGION_NOT_ABANDONED;
         abandoned_n--;
     }
     pthread_mutex_unlock(&abandoned_mutex);

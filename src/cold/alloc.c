@@ -126,6 +126,8 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
             atomic_store(&o->span_remote, 1);
         else
             atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
+    } else if (first) {
+        arena_abandoned_freed(r);       /* abandoned: its next adopter may find room */
     }
 }
 

@@ -39,16 +39,18 @@ HAK_COLD int span_merge_pending(struct heap *h)
     return merged;
 }
 
-/* No free run fits: the quick cache is merged, else an abandoned span adopted, else a new
- * one taken from the arenas.  0: out of memory. */
-HAK_COLD int span_refill(struct heap *h)
+/* No free run of `want` granules: the quick cache is merged, else an abandoned span
+ * adopted (at most two a carve: *adopted counts them), else a new one taken from the
+ * arenas.  0: out of memory. */
+HAK_COLD int span_refill(struct heap *h, uint32_t want, unsigned *adopted)
 {
     if (h->span.quick_bytes) {
         span_quick_flush(h);
         return 1;
     }
-    struct region *r = arena_region_adopt(HAK_CLS_SPAN, h);
+    struct region *r = *adopted < 2 ? arena_span_adopt(h, want) : NULL;
     if (r != NULL) {
+        ++*adopted;
         span_list_add(h, r);
         span_link_runs(h, r);
         span_merge_remote(h, r);
@@ -174,6 +176,22 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
         arena_extents_release(ext, n_ext);
 }
 
+/* The longest free run of r, in granules (the bins are per heap: walked here, once, as r
+ * leaves its heap, so that an adopter takes a span that fits without walking any). */
+static uint32_t span_longest_run(struct region *r)
+{
+    uint16_t *len = span_len(r);
+    uint32_t longest = 0;
+    for (uint32_t g = SPAN_FIRST, n; g < SPAN_NGRAN; g += n) {
+        n = len[g];
+        if (n == 0)
+            break;
+        if (r->tags[g] == TAG_FREE && n > longest)
+            longest = n;
+    }
+    return longest;
+}
+
 /* Thread exit: blocks other threads freed are merged (or cached), then the cache is, while
  * the bins are whole; then the bins are dropped (no one links through them again) and
  * each span goes to the arenas, or, with blocks still live, to the abandoned spans for
@@ -196,7 +214,7 @@ HAK_COLD void span_release_all(struct heap *h)
             region_hold(r);
             span_release(r);
         } else {
-            arena_region_abandon(r);
+            arena_span_abandon(r, span_longest_run(r));
         }
     }
     h->span.empty = NULL;

@@ -62,7 +62,7 @@ struct region {
     uint16_t sparse_takes;           /* the purger's: `takes` as it last saw it */
     uint16_t purged_n;               /* pages given back, the bits set (under hold) */
     _Atomic uint8_t hold;            /* REGION_HOLD_*: who may hand out or give back its free memory */
-    uint8_t  abandoned_at;           /* an abandoned span's list (arena/pool.c), or REGION_NOT_ABANDONED */
+    uint8_t  abandoned_at;           /* the abandoned list it is on (arena/pool.c), or REGION_NOT_ABANDONED */
     uint8_t  tags[] HAK_ALIGNED(8);  /* (chunks * 64 KiB) >> gshift bytes (whole, aligned
                                         words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);

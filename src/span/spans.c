@@ -186,7 +186,8 @@ static uint32_t span_longest_run(struct region *r)
         n = len[g];
         if (n == 0)
             break;
-        if (r->tags[g] == TAG_FREE && n > longest)
+        /* atomic: another thread's free may flip a live block's tag meanwhile */
+        if (__atomic_load_n(&r->tags[g], __ATOMIC_RELAXED) == TAG_FREE && n > longest)
             longest = n;
     }
     return longest;

@@ -19,10 +19,15 @@ struct region *arena_region_adopt(unsigned cls, struct heap *h);  /* an abandone
 /* Spans: abandoned by their longest free run (granules), so an adopter takes one that fits. */
 void  arena_span_abandon(struct region *r, uint32_t longest);
 /* An abandoned span another thread freed into since (tried first), else one whose longest
- * run holds `want` granules; NULL if none. */
+ * run holds `want` granules; NULL if none: a span that fits nothing is never walked. */
 struct region *arena_span_adopt(struct heap *h, uint32_t want);
-/* Another thread freed the first block into r since it was last collected, and r has no
- * owner: an abandoned span or region without room may have some now. */
+/* A free into a region or span without an owner is made holding this lock, so that r is
+ * neither adopted nor released meanwhile.  arena_abandoned_listed: r is on an abandoned
+ * list (read before the free); arena_abandoned_freed: the free was the first pending since
+ * r was last collected, so a listed r without room may have some now. */
+void  arena_abandoned_lock(void);
+void  arena_abandoned_unlock(void);
+int   arena_abandoned_listed(struct region *r);
 void  arena_abandoned_freed(struct region *r);
 /* ... and extents of chunks for large blocks (no region header; the caller keeps the map) */
 uintptr_t arena_chunks_take(unsigned chunks, int *clean);

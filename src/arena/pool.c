@@ -23,8 +23,9 @@ static int purger_idle;
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* Abandoned regions by class: with a block to hand out (adopted), and without (not, until
  * another thread frees into one, arena_abandoned_freed: a refill then adopts one that has
- * a block instead of each in turn).  abandoned_at says which list. */
-static struct region *_Atomic abandoned[HAK_CLS_SPAN + 1];
+ * a block instead of each in turn).  Heads written under abandoned_mutex, read without it
+ * by a refill's first look (atomically). */
+static struct region *abandoned_room[HAK_NCLASSES];
 static struct region *abandoned_full[HAK_NCLASSES];
 #define ABANDONED_ROOM 0u
 #define ABANDONED_FULL 1u
@@ -342,6 +343,40 @@ HAK_COLD void arena_region_release(struct region *r)
     arena_chunks_release((uintptr_t)r, r->chunks);   /* unpoisons: any class may reuse them */
 }
 
+/* The abandoned lists, doubly linked through next/prev, under abandoned_mutex; `at`
+ * names the list in the region (abandoned_at), so a region is unlinked without a search. */
+static struct region **abandoned_list(struct region *r, unsigned at)
+{
+    if (r->cls == HAK_CLS_SPAN)
+        return &abandoned_spans[at];
+    return at == ABANDONED_FULL ? &abandoned_full[r->cls] : &abandoned_room[r->cls];
+}
+
+static void abandoned_push(struct region *r, unsigned at)
+{
+    struct region **head = abandoned_list(r, at);
+    r->abandoned_at = (uint8_t)at;
+    r->prev = NULL;
+    r->next = *head;
+    if (r->next)
+        r->next->prev = r;
+    __atomic_store_n(head, r, __ATOMIC_RELAXED);
+    abandoned_n++;
+}
+
+static void abandoned_unlink(struct region *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        __atomic_store_n(abandoned_list(r, r->abandoned_at), r->next, __ATOMIC_RELAXED);
+    if (r->next)
+        r->next->prev = r->prev;
+    r->abandoned_at = REGION_NOT_ABANDONED;
+    r->next = r->prev = NULL;
+    abandoned_n--;
+}
+
 /* Thread exit: the region keeps its live blocks and waits for a new owner.
  * Frees arriving meanwhile go to its remote list, which the adopter collects.  Whether it
  * has a block is read under the lock, after the owner is gone: a free that came first
@@ -350,44 +385,8 @@ HAK_COLD void arena_region_abandon(struct region *r)
 {
     atomic_store(&r->owner, NULL);
     pthread_mutex_lock(&abandoned_mutex);
-    r->prev = NULL;
-    if (region_has_blocks(r)) {
-        r->abandoned_at = ABANDONED_ROOM;
-        r->next = atomic_load_explicit(&abandoned[r->cls], memory_order_relaxed);
-        if (r->next)
-            r->next->prev = r;
-        atomic_store_explicit(&abandoned[r->cls], r, memory_order_relaxed);
-    } else {
-        r->abandoned_at = ABANDONED_FULL;
-        r->next = abandoned_full[r->cls];
-        if (r->next)
-            r->next->prev = r;
-        abandoned_full[r->cls] = r;
-    }
-    abandoned_n++;
+    abandoned_push(r, region_has_blocks(r) ? ABANDONED_ROOM : ABANDONED_FULL);
     pthread_mutex_unlock(&abandoned_mutex);
-}
-
-static void span_list_push(struct region *r, unsigned k)
-{
-    r->abandoned_at = (uint8_t)k;
-    r->prev = NULL;
-    r->next = abandoned_spans[k];
-    if (r->next)
-        r->next->prev = r;
-    abandoned_spans[k] = r;
-}
-
-static void span_list_unlink(struct region *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        abandoned_spans[r->abandoned_at] = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    r->abandoned_at = REGION_NOT_ABANDONED;
-    r->next = r->prev = NULL;
 }
 
 HAK_COLD void arena_span_abandon(struct region *r, uint32_t longest)
@@ -396,8 +395,7 @@ HAK_COLD void arena_span_abandon(struct region *r, uint32_t longest)
     unsigned k = longest ? 31u - (unsigned)__builtin_clz(longest) : 0;
     pthread_mutex_lock(&abandoned_mutex);
     /* a free since the owner left is pending now, or finds r listed */
-    span_list_push(r, region_remote_pending(r) ? SPAN_FREED : k < SPAN_FREED ? k : SPAN_FREED - 1);
-    abandoned_n++;
+    abandoned_push(r, region_remote_pending(r) ? SPAN_FREED : k < SPAN_FREED ? k : SPAN_FREED - 1);
     pthread_mutex_unlock(&abandoned_mutex);
 }
 
@@ -410,57 +408,42 @@ HAK_COLD struct region *arena_span_adopt(struct heap *h, uint32_t want)
     if ((r = abandoned_spans[SPAN_FREED]) == NULL)
         for (unsigned k = k0; k < SPAN_FREED && r == NULL; k++)
             r = abandoned_spans[k];
-    if (r) {
-        span_list_unlink(r);
-        abandoned_n--;
-    }
+    if (r)
+        abandoned_unlink(r);
     pthread_mutex_unlock(&abandoned_mutex);
     if (r)
         atomic_store(&r->owner, h);         /* seq_cst, as arena_region_adopt's */
     return r;
 }
 
+void arena_abandoned_lock(void)   { pthread_mutex_lock(&abandoned_mutex); }
+void arena_abandoned_unlock(void) { pthread_mutex_unlock(&abandoned_mutex); }
+
+int arena_abandoned_listed(struct region *r)
+{
+    return r->abandoned_at != REGION_NOT_ABANDONED;
+}
+
+/* Under the lock, r listed (arena_abandoned_listed before the free). */
 HAK_COLD void arena_abandoned_freed(struct region *r)
 {
-    pthread_mutex_lock(&abandoned_mutex);
-    if (r->cls == HAK_CLS_SPAN) {
-        if (r->abandoned_at != REGION_NOT_ABANDONED && r->abandoned_at != SPAN_FREED) {
-            span_list_unlink(r);
-            span_list_push(r, SPAN_FREED);
-        }
-    } else if (r->abandoned_at == ABANDONED_FULL) {
-        if (r->prev)
-            r->prev->next = r->next;
-        else
-            abandoned_full[r->cls] = r->next;
-        if (r->next)
-            r->next->prev = r->prev;
-        r->abandoned_at = ABANDONED_ROOM;
-        r->prev = NULL;
-        r->next = atomic_load_explicit(&abandoned[r->cls], memory_order_relaxed);
-        if (r->next)
-            r->next->prev = r;
-        atomic_store_explicit(&abandoned[r->cls], r, memory_order_relaxed);
+    unsigned to = r->cls == HAK_CLS_SPAN ? SPAN_FREED : ABANDONED_ROOM;
+    if (r->abandoned_at != to) {
+        abandoned_unlink(r);
+        abandoned_push(r, to);
     }
-    pthread_mutex_unlock(&abandoned_mutex);
 }
 
 HAK_COLD struct region *arena_region_adopt(unsigned cls, struct heap *h)
 {
-    if (atomic_load_explicit(&abandoned[cls], memory_order_relaxed) == NULL)
+    if (__atomic_load_n(&abandoned_room[cls], __ATOMIC_RELAXED) == NULL)
         return NULL;
     pthread_mutex_lock(&abandoned_mutex);
-    struct region *r = atomic_load_explicit(&abandoned[cls], memory_order_relaxed);
-    if (r) {
-        atomic_store_explicit(&abandoned[cls], r->next, memory_order_relaxed);
-        if (r->next)
-            r->next->prev = NULL;
-        r->abandoned_at = REGION_NOT_ABANDONED;
-        abandoned_n--;
-    }
+    struct region *r = abandoned_room[cls];
+    if (r)
+        abandoned_unlink(r);
     pthread_mutex_unlock(&abandoned_mutex);
     if (r) {
-        r->next = r->prev = NULL;
         /* seq_cst store before the adopter's first collect, so a remote free
          * either lands before the collect or sees the new owner */
         atomic_store(&r->owner, h);

@@ -70,6 +70,32 @@ static int heap_unsample(struct region *r, void *p, uint8_t *t)
     return 1;
 }
 
+/* Another thread's block: its tag flips atomically, so two racing frees of one block
+ * cannot both succeed (a span block's turns TAG_REMOTE, which its owner's merges read as
+ * neither free nor mergeable until it collects the block).  1 if it is the first pending
+ * since r was last collected, 0 if not, -1 after reporting a double free. */
+static int remote_push(struct region *r, void *p, uint8_t *t, unsigned cls, int span)
+{
+    uint8_t expect = r->live_tag;
+    /* Phase 97: a tiny block goes home by its tag and a count, so neither this thread nor
+     * the owner touches the block itself (a link written here is a line the owner's
+     * collect must fetch back from this thread's cache). */
+    int home = HAK_PHASE97 && cls < HAK_NTINY && policy_now()->phase97;
+    uint8_t to = (uint8_t)(home ? TAG_HOME : span ? TAG_REMOTE : TAG_FREE);
+    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, to)) {
+        class_misuse("free", p, "double free", span ? HAK_CLS_SPAN : (int)cls);
+        return -1;
+    }
+    stats_remote_free(span ? class_of_size(span_block_size(r, p)) : cls);
+    if (home)
+        return atomic_fetch_add(&r->remote_home, 1) == 0;
+    void *head = atomic_load_explicit(&r->remote, memory_order_relaxed);
+    do {
+        region_link_store(r, p, head);
+    } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
+    return head == NULL;
+}
+
 /* Hot-path free found p's tag not live, or p owned by another heap. */
 HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
 {
@@ -92,42 +118,33 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
         heap_cache_push(h, p, r);
         return;
     }
-    /* Remote free: the tag flips atomically, so two racing frees of one block
-     * cannot both succeed.  A span block's tag turns TAG_REMOTE, which its owner's merges
-     * read as neither free nor mergeable until it collects the block. */
-    uint8_t expect = r->live_tag;
-    /* Phase 97: a tiny block goes home by its tag and a count, so neither this thread nor
-     * the owner touches the block itself (a link written here is a line the owner's
-     * collect must fetch back from this thread's cache). */
-    int home = HAK_PHASE97 && cls < HAK_NTINY && policy_now()->phase97;
-    uint8_t to = (uint8_t)(home ? TAG_HOME : span ? TAG_REMOTE : TAG_FREE);
-    if (!atomic_compare_exchange_strong((_Atomic uint8_t *)t, &expect, to)) {
-        class_misuse("free", p, "double free", span ? HAK_CLS_SPAN : (int)cls);
-        return;
-    }
-    stats_remote_free(span ? class_of_size(span_block_size(r, p)) : cls);
+    /* An abandoned region or span (no owner): the free is made under the abandoned lock, so
+     * r can be neither adopted nor released meanwhile, and if r is listed its list may
+     * follow the free (one without room may have some now).  r is not touched after the
+     * free otherwise: an adopter may collect it, empty and release r at once. */
     int first;
-    if (home) {
-        first = atomic_fetch_add(&r->remote_home, 1) == 0;
+    if (atomic_load(&r->owner) == NULL) {
+        arena_abandoned_lock();
+        int listed = arena_abandoned_listed(r);
+        first = remote_push(r, p, t, cls, span);
+        if (first > 0 && listed)
+            arena_abandoned_freed(r);
+        arena_abandoned_unlock();
     } else {
-        void *head = atomic_load_explicit(&r->remote, memory_order_relaxed);
-        do {
-            region_link_store(r, p, head);
-        } while (!atomic_compare_exchange_weak(&r->remote, &head, p));
-        first = head == NULL;
+        first = remote_push(r, p, t, cls, span);
     }
+    if (first <= 0)
+        return;
     /* The first pending block tells the owner's refill to look (heaps are never unmapped,
      * so a store into one that just let r go is only a wasted scan).  Acquire: the owner
      * may be a heap just mapped by the thread that adopted r (its seq_cst store of owner
      * publishes the heap). */
     struct heap *o = atomic_load_explicit(&r->owner, memory_order_acquire);
-    if (first && o != NULL) {
+    if (o != NULL) {
         if (span)
             atomic_store(&o->span_remote, 1);
         else
             atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
-    } else if (first) {
-        arena_abandoned_freed(r);       /* abandoned: its next adopter may find room */
     }
 }
 

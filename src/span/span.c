@@ -209,7 +209,7 @@ void *span_malloc(size_t size, struct heap *h)
 static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
 {
     (void)size;                             /* for OBS_INC, in builds that observe */
-    unsigned b = span_bin_up(want), fb, adopted = 0;
+    unsigned b = span_bin_up(want), fb;
     /* Blocks other threads gave back are reused before fresh runs (a producer whose blocks
      * a consumer frees would otherwise carve its spans to the end first). */
     if (unlikely(atomic_load_explicit(&h->span_remote, memory_order_relaxed)))
@@ -217,7 +217,7 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
     for (;;) {
         struct span_node *x = bin_first(h, b, &fb);
         if (unlikely(x == NULL)) {
-            if (!span_refill(h, want, &adopted)) {
+            if (!span_refill(h, want)) {
                 errno = ENOMEM;
                 return NULL;
             }

@@ -23,7 +23,7 @@ int   span_bin_unlink(struct heap *h, struct region *r, uint32_t g, uint32_t n);
 
 
 /* spans.c: spans joining and leaving a heap */
-int   span_refill(struct heap *h, uint32_t want, unsigned *adopted);   /* a span with a free run: 0 out of memory */
+int   span_refill(struct heap *h, uint32_t want);      /* a span with a free run: 0 out of memory */
 int   span_merge_pending(struct heap *h);             /* remote frees merged: 1 if any */
 void  span_emptied(struct heap *h, struct region *r); /* nothing left in r: it may go */
 int   span_idle(struct heap *h, struct region *r);    /* nothing live in r: 1 if it stays */

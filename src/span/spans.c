@@ -40,17 +40,18 @@ HAK_COLD int span_merge_pending(struct heap *h)
 }
 
 /* No free run of `want` granules: the quick cache is merged, else an abandoned span
- * adopted (at most two a carve: *adopted counts them), else a new one taken from the
- * arenas.  0: out of memory. */
-HAK_COLD int span_refill(struct heap *h, uint32_t want, unsigned *adopted)
+ * adopted (one freed into since it was abandoned, else one with a run that fits), else a
+ * new one taken from the arenas.  0: out of memory.  A freed-into span that still does not
+ * fit stays with h: each such adoption answers one free, so a carve's adoptions are paid
+ * for by the frees that made them. */
+HAK_COLD int span_refill(struct heap *h, uint32_t want)
 {
     if (h->span.quick_bytes) {
         span_quick_flush(h);
         return 1;
     }
-    struct region *r = *adopted < 2 ? arena_span_adopt(h, want) : NULL;
+    struct region *r = arena_span_adopt(h, want);
     if (r != NULL) {
-        ++*adopted;
         span_list_add(h, r);
         span_link_runs(h, r);
         span_merge_remote(h, r);

@@ -16,7 +16,7 @@
 #endif
 
 #if HAK_PROF
-#include "prof.h"
+#include "sampler.h"
 /* The profiling library (libhakmem-prof.so): every block counts its bytes down the thread's
  * countdown, and the one that runs it out is sampled.  libhakmem.so compiles none of it. */
 #define PROF_DUE(n) unlikely((api_prof_left = (int64_t)((uint64_t)api_prof_left - (n))) < 0)

@@ -5,7 +5,7 @@
 #include "../../include/hakmem.h"
 #include "../common/common.h"
 #include "../policy/policy.h"
-#include "prof.h"
+#include "sampler.h"
 
 HAK_EXPORT int hak_prof_dump(const char *path)
 {

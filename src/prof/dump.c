@@ -12,13 +12,13 @@
 
 /* Formatting by hand into a buffer flushed with write(2): nothing here may allocate, as
  * the profile is written from inside malloc and at exit. */
-struct out {
+struct dump_out {
     int fd, err;
     size_t n;
     char buf[8192];
 };
 
-static void out_flush(struct out *o)
+static void dump_flush(struct dump_out *o)
 {
     size_t off = 0;
     while (off < o->n && !o->err) {
@@ -33,16 +33,16 @@ static void out_flush(struct out *o)
     o->n = 0;
 }
 
-static void out_str(struct out *o, const char *s)
+static void dump_str(struct dump_out *o, const char *s)
 {
     for (; *s; s++) {
         if (o->n == sizeof o->buf)
-            out_flush(o);
+            dump_flush(o);
         o->buf[o->n++] = *s;
     }
 }
 
-static void out_num(struct out *o, uint64_t v, unsigned base, unsigned width)
+static void dump_num(struct dump_out *o, uint64_t v, unsigned base, unsigned width)
 {
     char t[24];
     unsigned i = sizeof t;
@@ -53,74 +53,74 @@ static void out_num(struct out *o, uint64_t v, unsigned base, unsigned width)
     } while (v);
     while (sizeof t - 1 - i < width)
         t[--i] = '0';
-    out_str(o, t + i);
+    dump_str(o, t + i);
 }
 
-static void out_pcs(struct out *o, const uintptr_t *pcs, unsigned depth)
+static void dump_pcs(struct dump_out *o, const uintptr_t *pcs, unsigned depth)
 {
-    out_str(o, " @");
+    dump_str(o, " @");
     for (unsigned i = 0; i < depth; i++) {
-        out_str(o, " 0x");
-        out_num(o, pcs[i], 16, 16);
+        dump_str(o, " 0x");
+        dump_num(o, pcs[i], 16, 16);
     }
-    out_str(o, "\n");
+    dump_str(o, "\n");
 }
 
 /* "count: bytes [count: bytes]" */
-static void out_pair(struct out *o, uint64_t n1, uint64_t b1, uint64_t n2, uint64_t b2)
+static void dump_pair(struct dump_out *o, uint64_t n1, uint64_t b1, uint64_t n2, uint64_t b2)
 {
-    out_num(o, n1, 10, 0);
-    out_str(o, ": ");
-    out_num(o, b1, 10, 0);
-    out_str(o, " [");
-    out_num(o, n2, 10, 0);
-    out_str(o, ": ");
-    out_num(o, b2, 10, 0);
-    out_str(o, "]");
+    dump_num(o, n1, 10, 0);
+    dump_str(o, ": ");
+    dump_num(o, b1, 10, 0);
+    dump_str(o, " [");
+    dump_num(o, n2, 10, 0);
+    dump_str(o, ": ");
+    dump_num(o, b2, 10, 0);
+    dump_str(o, "]");
 }
 
 /* One line per live sample, so pprof scales each by its own size; one per stack for the
  * samples since freed, which only the allocation columns count. */
-static void write_samples(struct out *o)
+static void write_samples(struct dump_out *o)
 {
     uint64_t ln = 0, lb = 0, an = 0, ab = 0;
     for (uint32_t i = 1; i < prof_tab.nstacks; i++) {
         ln += prof_tab.stacks[i].live_n;
         lb += prof_tab.stacks[i].live_bytes;
-        an += prof_tab.stacks[i].alloc_n;
-        ab += prof_tab.stacks[i].alloc_bytes;
+        an += prof_tab.stacks[i].total_n;
+        ab += prof_tab.stacks[i].total_bytes;
     }
-    out_str(o, "heap profile: ");
-    out_pair(o, ln, lb, an, ab);
-    out_str(o, " @ heap_v2/");
-    out_num(o, prof_tab.rate, 10, 0);
-    out_str(o, "\n");
+    dump_str(o, "heap profile: ");
+    dump_pair(o, ln, lb, an, ab);
+    dump_str(o, " @ heap_v2/");
+    dump_num(o, prof_tab.rate, 10, 0);
+    dump_str(o, "\n");
     for (size_t i = 0; i < prof_tab.cap; i++) {
         const struct prof_block *b = &prof_tab.blocks[i];
         if (b->p == 0)
             continue;
         const struct prof_stack *s = &prof_tab.stacks[b->stack];
-        out_pair(o, 1, b->size, 1, b->size);
-        out_pcs(o, &prof_tab.pcs[s->first], s->depth);
+        dump_pair(o, 1, b->size, 1, b->size);
+        dump_pcs(o, &prof_tab.pcs[s->first], s->depth);
     }
     for (uint32_t i = 1; i < prof_tab.nstacks; i++) {
         const struct prof_stack *s = &prof_tab.stacks[i];
-        if (s->alloc_n == s->live_n)
+        if (s->total_n == s->live_n)
             continue;
-        out_pair(o, 0, 0, s->alloc_n - s->live_n, s->alloc_bytes - s->live_bytes);
-        out_pcs(o, &prof_tab.pcs[s->first], s->depth);
+        dump_pair(o, 0, 0, s->total_n - s->live_n, s->total_bytes - s->live_bytes);
+        dump_pcs(o, &prof_tab.pcs[s->first], s->depth);
     }
 }
 
-static void write_maps(struct out *o)
+static void write_maps(struct dump_out *o)
 {
-    out_str(o, "\nMAPPED_LIBRARIES:\n");
+    dump_str(o, "\nMAPPED_LIBRARIES:\n");
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
     for (;;) {
         if (o->n == sizeof o->buf)
-            out_flush(o);
+            dump_flush(o);
         ssize_t r = read(fd, o->buf + o->n, sizeof o->buf - o->n);
         if (r < 0 && errno == EINTR)
             continue;
@@ -133,11 +133,11 @@ static void write_maps(struct out *o)
 
 int prof_path(char *out, size_t len, const char *pattern, unsigned seq)
 {
-    struct out o;                   /* only the formatter: nothing is flushed */
+    struct dump_out o;                   /* only the formatter: nothing is flushed */
     o.n = 0;
     for (const char *s = pattern; *s && o.n < sizeof o.buf - 32; s++) {
         if (s[0] == '%' && s[1] == 'p') {
-            out_num(&o, (uint64_t)getpid(), 10, 0);
+            dump_num(&o, (uint64_t)getpid(), 10, 0);
             s++;
         } else if (s[0] == '%' && s[1] == '%') {
             o.buf[o.n++] = '%';
@@ -151,9 +151,9 @@ int prof_path(char *out, size_t len, const char *pattern, unsigned seq)
         if (heap)
             o.n -= 5;
         o.buf[o.n++] = '.';
-        out_num(&o, seq, 10, 0);
+        dump_num(&o, seq, 10, 0);
         if (heap)
-            out_str(&o, ".heap");
+            dump_str(&o, ".heap");
     }
     if (o.n >= len || o.n >= sizeof o.buf - 32)
         return 0;
@@ -185,11 +185,11 @@ HAK_COLD int prof_dump(const char *path)
         memcpy(dir, path, (size_t)(slash - path) + 1);
         dir[slash - path + 1] = 0;
     }
-    struct out o = { .n = 0, .err = 0 };
+    struct dump_out o = { .n = 0, .err = 0 };
     memcpy(o.buf, path, len);
     o.n = len;
-    out_str(&o, ".tmp.");
-    out_num(&o, (uint64_t)getpid(), 10, 0);
+    dump_str(&o, ".tmp.");
+    dump_num(&o, (uint64_t)getpid(), 10, 0);
     memcpy(tmp, o.buf, o.n);
     tmp[o.n] = 0;
     o.n = 0;
@@ -205,11 +205,11 @@ HAK_COLD int prof_dump(const char *path)
     write_samples(&o);
     prof_unlock();
     write_maps(&o);
-    out_flush(&o);
+    dump_flush(&o);
     if (!o.err && !named) {
-        struct out p = { .n = 0 };
-        out_str(&p, "/proc/self/fd/");
-        out_num(&p, (uint64_t)o.fd, 10, 0);
+        struct dump_out p = { .n = 0 };
+        dump_str(&p, "/proc/self/fd/");
+        dump_num(&p, (uint64_t)o.fd, 10, 0);
         memcpy(proc, p.buf, p.n);
         proc[p.n] = 0;
         unlink(tmp);
@@ -231,7 +231,7 @@ HAK_COLD int prof_dump(const char *path)
 }
 
 /* Bytes with a binary prefix and one decimal, as the leak report prints them. */
-static void out_bytes(struct out *o, double b)
+static void dump_bytes(struct dump_out *o, double b)
 {
     static const char *unit[] = { " B", " KiB", " MiB", " GiB", " TiB" };
     unsigned u = 0;
@@ -240,34 +240,34 @@ static void out_bytes(struct out *o, double b)
         u++;
     }
     uint64_t tenths = (uint64_t)(b * 10.0 + 0.5);
-    out_num(o, tenths / 10, 10, 0);
+    dump_num(o, tenths / 10, 10, 0);
     if (u > 0) {
-        out_str(o, ".");
-        out_num(o, tenths % 10, 10, 0);
+        dump_str(o, ".");
+        dump_num(o, tenths % 10, 10, 0);
     }
-    out_str(o, unit[u]);
+    dump_str(o, unit[u]);
 }
 
-static void out_frame(struct out *o, uintptr_t pc)
+static void dump_frame(struct dump_out *o, uintptr_t pc)
 {
     Dl_info di;
-    out_str(o, "hakmem:     0x");
-    out_num(o, pc, 16, 0);
+    dump_str(o, "hakmem:     0x");
+    dump_num(o, pc, 16, 0);
     /* pc - 1: a return address may be the first byte of the next function */
     if (dladdr((void *)(pc - 1), &di) && di.dli_fname) {
         if (di.dli_sname) {
-            out_str(o, " ");
-            out_str(o, di.dli_sname);
-            out_str(o, "+0x");
-            out_num(o, pc - (uintptr_t)di.dli_saddr, 16, 0);
+            dump_str(o, " ");
+            dump_str(o, di.dli_sname);
+            dump_str(o, "+0x");
+            dump_num(o, pc - (uintptr_t)di.dli_saddr, 16, 0);
         }
-        out_str(o, " (");
-        out_str(o, di.dli_fname);
-        out_str(o, " +0x");
-        out_num(o, pc - (uintptr_t)di.dli_fbase, 16, 0);
-        out_str(o, ")");
+        dump_str(o, " (");
+        dump_str(o, di.dli_fname);
+        dump_str(o, " +0x");
+        dump_num(o, pc - (uintptr_t)di.dli_fbase, 16, 0);
+        dump_str(o, ")");
     }
-    out_str(o, "\n");
+    dump_str(o, "\n");
 }
 
 #define LEAK_TOP 8
@@ -284,7 +284,7 @@ HAK_COLD void prof_leak_report(int fd)
     unsigned ntop = 0;
     double total = 0, blocks = 0;
     uint64_t samples = 0;
-    struct out o = { .fd = fd };
+    struct dump_out o = { .fd = fd };
     if (!prof_active())
         return;
     /* Copied out under the lock; named after it, as dladdr takes the loader's lock, which
@@ -317,27 +317,27 @@ HAK_COLD void prof_leak_report(int fd)
     }
     size_t rate = prof_tab.rate;
     prof_unlock();
-    out_str(&o, "hakmem: leak report: ~");
-    out_bytes(&o, total);
-    out_str(&o, " in ~");
-    out_num(&o, (uint64_t)(blocks + 0.5), 10, 0);
-    out_str(&o, " blocks still live at exit, estimated from ");
-    out_num(&o, samples, 10, 0);
-    out_str(&o, " sampled blocks (one per ");
-    out_bytes(&o, (double)rate);
-    out_str(&o, " allocated)\n");
+    dump_str(&o, "hakmem: leak report: ~");
+    dump_bytes(&o, total);
+    dump_str(&o, " in ~");
+    dump_num(&o, (uint64_t)(blocks + 0.5), 10, 0);
+    dump_str(&o, " blocks still live at exit, estimated from ");
+    dump_num(&o, samples, 10, 0);
+    dump_str(&o, " sampled blocks (one per ");
+    dump_bytes(&o, (double)rate);
+    dump_str(&o, " allocated)\n");
     for (unsigned i = 0; i < ntop; i++) {
-        out_str(&o, "hakmem: #");
-        out_num(&o, i + 1, 10, 0);
-        out_str(&o, " ~");
-        out_bytes(&o, top[i].bytes);
-        out_str(&o, " in ~");
-        out_num(&o, (uint64_t)(top[i].blocks + 0.5), 10, 0);
-        out_str(&o, " blocks (");
-        out_num(&o, top[i].samples, 10, 0);
-        out_str(&o, top[i].samples == 1 ? " sample), allocated at:\n" : " samples), allocated at:\n");
+        dump_str(&o, "hakmem: #");
+        dump_num(&o, i + 1, 10, 0);
+        dump_str(&o, " ~");
+        dump_bytes(&o, top[i].bytes);
+        dump_str(&o, " in ~");
+        dump_num(&o, (uint64_t)(top[i].blocks + 0.5), 10, 0);
+        dump_str(&o, " blocks (");
+        dump_num(&o, top[i].samples, 10, 0);
+        dump_str(&o, top[i].samples == 1 ? " sample), allocated at:\n" : " samples), allocated at:\n");
         for (unsigned f = 0; f < top[i].depth; f++)
-            out_frame(&o, top[i].pcs[f]);
+            dump_frame(&o, top[i].pcs[f]);
     }
-    out_flush(&o);
+    dump_flush(&o);
 }

@@ -38,7 +38,7 @@ HAK_COLD void prof_start(size_t rate, uint64_t interval)
     prof_tab.pcs = os_map(PROF_PCS_MAX * sizeof(uintptr_t));
     prof_tab.buckets = os_map(PROF_BUCKETS * sizeof(uint32_t));
     if (!prof_tab.stacks || !prof_tab.pcs || !prof_tab.buckets)
-        return;                         /* profiling stays off; hak_prof_dump says so */
+        return;                         /* profiling stays off; a dump then fails with ENOTSUP */
     prof_tab.nstacks = 1;               /* index 0: no stack, the empty bucket */
     atomic_store(&prof_on, 1);
 }
@@ -126,8 +126,8 @@ HAK_COLD int prof_record(uintptr_t p, size_t n, double est, void *const *pcs, un
         struct prof_stack *st = &prof_tab.stacks[s];
         st->live_n++;
         st->live_bytes += n;
-        st->alloc_n++;
-        st->alloc_bytes += n;
+        st->total_n++;
+        st->total_bytes += n;
         st->est_live += (float)est;
         prof_tab.est_live += (float)est;
         ok = 1;

@@ -19,7 +19,7 @@ struct prof_stack {
     uint32_t first, depth;           /* its frames: pcs[first .. first + depth) */
     uint32_t next;                   /* the next stack of the hash bucket */
     uint64_t live_n, live_bytes;     /* samples live and their bytes, as sampled */
-    uint64_t alloc_n, alloc_bytes;   /* every sample since start */
+    uint64_t total_n, total_bytes;   /* every sample since start */
     double   est_live;               /* live bytes scaled back to an estimate */
 };
 

@@ -144,7 +144,7 @@ extern struct heap heap_empty;
 
 /* The thread-local words malloc reads first, in one block, so that one load of its offset
  * serves them all: the thread's heap, and the profiling library's byte countdown to the next
- * sample (api/prof.c; libhakmem.so never touches it). */
+ * sample (api/sampler.c; libhakmem.so never touches it). */
 struct heap_thread {
     struct heap *heap;
     int64_t prof_left;

@@ -1,7 +1,7 @@
 /* What the entry points of the profiling library call: a thread's byte countdown to its
- * next sample, and the sampling of a block when it runs out (api/prof.c). */
-#ifndef HAK_API_PROF_H
-#define HAK_API_PROF_H
+ * next sample, and the sampling of a block when it runs out (api/sampler.c). */
+#ifndef HAK_API_SAMPLER_H
+#define HAK_API_SAMPLER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include "../../include/hakmem.h"
 #include "hot.h"
-#include "prof.h"
+#include "sampler.h"
 #include "../prof/prof.h"
 
 static HAK_TLS uint64_t prof_rng;
@@ -61,7 +61,7 @@ static unsigned frames_to_skip(void *const *pcs, unsigned depth)
 
 /* The sampled block's mark: its tag, or its large registry entry, so only its free leaves
  * the hot path (for prof_forget); an unsampled block's free costs nothing more. */
-static int mark(void *p, int on)
+static int prof_mark(void *p, int on)
 {
     uintptr_t a = (uintptr_t)p;
     unsigned b = region_map_get(a);
@@ -127,7 +127,7 @@ HAK_COLD void api_prof_sample(void *p, size_t n)
     /* A block of n bytes is sampled with chance 1 - exp(-n / rate), so it stands for n over
      * that (gperftools' heap_v2 scaling, which google-pprof applies to the file itself). */
     double est = (double)n / -expm1(-(double)n / (double)prof_rate());
-    if (p != NULL && prof_record((uintptr_t)p, n, est, pcs + skip, depth - skip) && !mark(p, 1))
+    if (p != NULL && prof_record((uintptr_t)p, n, est, pcs + skip, depth - skip) && !prof_mark(p, 1))
         prof_forget((uintptr_t)p);
     unsigned seq = prof_interval_due();
     if (seq)
@@ -139,7 +139,7 @@ HAK_COLD void api_prof_sample(void *p, size_t n)
 
 HAK_COLD void api_prof_unsample(void *p)
 {
-    if (prof_active() && mark(p, 0))
+    if (prof_active() && prof_mark(p, 0))
         prof_forget((uintptr_t)p);
 }
 

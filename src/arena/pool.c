@@ -294,15 +294,16 @@ static struct region *region_init(uintptr_t a, int clean, unsigned cls, const st
     r->next = r->prev = NULL;
     r->abandoned_at = REGION_NOT_ABANDONED;
     r->secret = region_secret(a);
-    arena_sparse_add(r);
     atomic_store(&r->owner, h);
-    stats_region(0);
     HAK_POISON((char *)r + rc->blocks_off, len - rc->blocks_off);
     if (!region_map_set(a, len, 1, 1)) {
         region_map_clear(a, len);
         os_unmap(r, len);
         return NULL;
     }
+    /* Only now: a region on the sparse list and unmapped left a pass to write into it */
+    arena_sparse_add(r);
+    stats_region(0);
     return r;
 }
 

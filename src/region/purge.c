@@ -140,11 +140,12 @@ static void span_detach_remote(struct region *r)
     }
 }
 
-/* A span's free pages are those wholly inside a free run but for its last bytes, the
- * run's bin links.  The owner changes runs without the hold, but only to free more
- * (a merge, which writes links only at a run's end, never before where it was) and a
- * block it frees is TAG_FREE with no TAG_FEND at its end until it is a run; handing out
- * (a carve, a lend) takes the hold. */
+/* A span's free pages are those wholly inside a free run, but for the last bytes of a run
+ * that keeps its bin links there (span_links_in_run).  The owner changes runs without the
+ * hold, but only to free more (a merge, which writes a short run's links only at its end,
+ * never before where it was, and takes a run's links out of its memory before marking it
+ * long) and a block it frees is TAG_FREE with no TAG_FEND at its end until it is a run;
+ * handing out (a carve, a lend) takes the hold. */
 static unsigned span_free_pages(struct region *r, struct iovec *out, unsigned max, unsigned *pages)
 {
     uint16_t *len = span_len(r);
@@ -162,14 +163,14 @@ static unsigned span_free_pages(struct region *r, struct iovec *out, unsigned ma
         if (k > 1 && t == TAG_FREE
             && __atomic_load_n(&r->tags[g + k - 1], __ATOMIC_RELAXED) == TAG_FEND
             && __atomic_load_n(&len[g + k - 1], __ATOMIC_RELAXED) == k)
-            hi = b - sizeof(struct span_node);
+            hi = span_links_in_run(k) ? b - sizeof(struct span_node) : b;
         else if (t == TAG_DETACHED)
             hi = b, open_end = 1;
         else if (t == TAG_REMOTE)
             /* Pushed since the stack was taken off, maybe still being pushed: its first
-             * word is a link; its end may take a run's links when it merges (the owner
-             * merges holding r). */
-            lo = a + sizeof(void *), hi = b - sizeof(struct span_node);
+             * word is a link; if short, its end may take a run's links when it merges
+             * (the owner merges holding r). */
+            lo = a + sizeof(void *), hi = span_links_in_run(k) ? b - sizeof(struct span_node) : b;
         if (lo == db && hi > lo) {
             db = hi;                    /* the stretch goes on */
         } else {

@@ -22,8 +22,11 @@
  *   whose tag is live), and a neighbour's tag says whether it can merge.
  * - len[g], 16 bits per granule: the length in granules of the block or run starting at g,
  *   and of a free run also at its last granule, where the run after it looks.
- * A free run's first 24 bytes hold its bin links (struct span_node); nothing else is
- * written into free memory.  Only the owning heap reads or writes runs, lengths and bins;
+ * A free run's bin links (struct span_node) are in the header too, over the lengths of
+ * granules inside the run (nothing reads those while it is free), so all of a run's pages
+ * can go back to the OS (Phase 101) however its neighbours change; a run too short to
+ * cover them keeps its links in its own last 24 bytes.  Only the owning heap reads or
+ * writes runs, lengths and bins;
  * another thread's free flips the tag to TAG_REMOTE and pushes the block on the span's
  * remote stack, as for any region. */
 #define SPAN_CHUNKS   16u
@@ -69,8 +72,24 @@ _Static_assert(SPAN_PURGED_OFF % 8 == 0 && SPAN_PURGED_OFF + 32 <= SPAN_BLOCKS_O
 
 struct span_node {
     struct span_node *next, *prev;
-    struct region *span;
+    uint32_t end;                    /* the run's last granule: where its links are says
+                                        no more for links in the header */
+    uint32_t unused;
 };
+
+/* A run of SPAN_NODE_MIN granules or more keeps its links in the lengths of granules
+ * (e - 12) & ~3 to that + 11, e its last: 8-byte aligned, after its first granule and
+ * before its last, whose lengths say where it is.  Tied to its end, as in a run's own
+ * memory: a carve from its front or a merge from behind leaves them where they were. */
+#define SPAN_NODE_MIN 17u
+/* A run shorter than the least mid block serves no request until it merges, so it is in
+ * no bin and has no links: nothing of it is written into its memory. */
+#define SPAN_LINK_MIN ((HAK_TINY_MAX >> SPAN_GSHIFT) + 1u)                   /* 5 */
+#define SPAN_NODE_LENS (sizeof(struct span_node) / sizeof(uint16_t))
+_Static_assert(SPAN_NODE_LENS == 12 && (offsetof(struct region, tags) + SPAN_NGRAN) % 8 == 0,
+               "a run's links fill twelve aligned lengths");
+_Static_assert(SPAN_NODE_MIN >= 17 && SPAN_NODE_MIN < 64,
+               "the links lie inside the run; a run's bin changes when they move");
 
 HAK_INLINE uint16_t *span_len(struct region *r)
 {
@@ -123,6 +142,21 @@ HAK_INLINE uint32_t span_live(struct region *r)
 HAK_INLINE uint64_t *span_purged(struct region *r)
 {
     return (uint64_t *)(void *)((char *)r + SPAN_PURGED_OFF);
+}
+
+/* A free run of n granules has its links in its own memory (its last 24 bytes). */
+HAK_INLINE int span_links_in_run(uint32_t n)
+{
+    return n >= SPAN_LINK_MIN && n < SPAN_NODE_MIN;
+}
+
+/* Where the links of free run [g, g + n) of r are (n >= SPAN_LINK_MIN). */
+HAK_INLINE struct span_node *span_run_node(struct region *r, uint32_t g, uint32_t n)
+{
+    uint32_t e = g + n - 1;
+    if (n >= SPAN_NODE_MIN)
+        return (struct span_node *)(void *)&span_len(r)[(e - 12u) & ~3u];
+    return (struct span_node *)span_addr(r, g + n) - 1;
 }
 
 /* Bytes a live span block holds (its tag already checked). */

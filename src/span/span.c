@@ -38,46 +38,71 @@ HAK_INLINE void run_mark(struct region *r, uint32_t g, uint32_t n)
     }
 }
 
-/* A run's links are its last 16 bytes, so a block carved from its front, or a block
- * merged into it from behind, leaves them where they are: they are rewritten only when
- * the run changes bin.  (At the front, every carve from a fresh run wrote a line the
- * block's owner had not touched yet: often a fresh page's first touch.) */
-HAK_INLINE struct span_node *run_node(struct region *r, uint32_t g, uint32_t n)
-{
-    return (struct span_node *)span_addr(r, g + n) - 1;
-}
+/* A run's links stay where they are while a block is carved from its front or merged into
+ * it from behind (span_run_node ties them to its end): they are rewritten only when the
+ * run changes bin.  (At the front, every carve from a fresh run wrote a line the block's
+ * owner had not touched yet: often a fresh page's first touch.) */
+#define run_node span_run_node
 
-/* An ASan build unpoisons the links for the access alone. */
+/* An ASan build unpoisons the links in a run's memory for the access alone (the header's
+ * are never poisoned). */
+#if HAK_ASAN
+HAK_INLINE int node_in_run(struct span_node *x)
+{
+    struct region *r = region_of_block(x);
+    return (uintptr_t)x - (uintptr_t)r >= SPAN_BLOCKS_OFF;
+}
+#define NODE_OPEN(x, f)  HAK_UNPOISON(&(f), sizeof(f))
+#define NODE_CLOSE(x, f) do { if (node_in_run(x)) HAK_POISON(&(f), sizeof(f)); } while (0)
+#else
+#define NODE_OPEN(x, f)  ((void)0)
+#define NODE_CLOSE(x, f) ((void)0)
+#endif
+
 HAK_INLINE struct span_node *node_get(struct span_node *x, struct span_node **next)
 {
-    HAK_UNPOISON(x, sizeof *x);
+    NODE_OPEN(x, *x);
     *next = x->next;
     struct span_node *prev = x->prev;
-    HAK_POISON(x, sizeof *x);
+    NODE_CLOSE(x, *x);
     return prev;
+}
+
+HAK_INLINE uint32_t node_end(struct span_node *x)
+{
+    NODE_OPEN(x, x->end);
+    uint32_t e = x->end;
+    NODE_CLOSE(x, x->end);
+    return e;
 }
 
 HAK_INLINE void node_set_next(struct span_node *x, struct span_node *next)
 {
-    HAK_UNPOISON(&x->next, sizeof x->next);
+    NODE_OPEN(x, x->next);
     x->next = next;
-    HAK_POISON(&x->next, sizeof x->next);
+    NODE_CLOSE(x, x->next);
 }
 
 HAK_INLINE void node_set_prev(struct span_node *x, struct span_node *prev)
 {
-    HAK_UNPOISON(&x->prev, sizeof x->prev);
+    NODE_OPEN(x, x->prev);
     x->prev = prev;
-    HAK_POISON(&x->prev, sizeof x->prev);
+    NODE_CLOSE(x, x->prev);
 }
 
-static void bin_push(struct heap *h, struct span_node *x, uint32_t n)
+/* Free run [g, g + n) of r into its bin. */
+HAK_INLINE void bin_push(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
-
+    if (n < SPAN_LINK_MIN)
+        return;
+    struct span_node *x = run_node(r, g, n);
     unsigned b = span_bin(n);
     struct span_node *head = h->span.bin[b];
     node_set_next(x, head);
     node_set_prev(x, NULL);
+    NODE_OPEN(x, x->end);
+    x->end = g + n - 1;
+    NODE_CLOSE(x, x->end);
     if (head)
         node_set_prev(head, x);
     h->span.bin[b] = x;
@@ -96,18 +121,31 @@ static HAK_COLD void bin_cut(struct heap *h, unsigned b, void *at)
     h->span.nonempty[b >> 6] &= ~((uint64_t)1 << (b & 63));
 }
 
+/* The free run whose links x are, in r, checked against the header (its tags and lengths
+ * are out of reach of a block's overflow, the links in a short run's memory are not):
+ * its last granule, or UINT32_MAX. */
+HAK_INLINE uint32_t node_run_end(struct region *r, struct span_node *x)
+{
+    uint32_t e = node_end(x);
+    if (unlikely(e >= SPAN_NGRAN))
+        return UINT32_MAX;
+    uint32_t n = span_len(r)[e];
+    if (unlikely(n < SPAN_LINK_MIN || n > e + 1 - SPAN_FIRST || run_node(r, e + 1 - n, n) != x
+                 || tag_get(r, e + 1 - n) != TAG_FREE || (n > 1 && tag_get(r, e) != TAG_FEND)))
+        return UINT32_MAX;
+    return e;
+}
+
 #if HAK_HARDENED
 /* Hardened builds follow a link only to the links of a free run of one of our spans. */
 static int node_ok(struct span_node *x)
 {
-    uintptr_t a = (uintptr_t)x + sizeof *x;
-    unsigned b = region_map_get(a - 1);
-    if (!region_map_is_region(b))
+    uintptr_t a = (uintptr_t)x;
+    unsigned b = region_map_get(a);
+    if ((a & 7) || !region_map_is_region(b))
         return 0;
-    struct region *r = region_from_map(a - 1, b);
-    uintptr_t off = a - (uintptr_t)r;
-    return r->cls == HAK_CLS_SPAN && off > SPAN_BLOCKS_OFF && !(off & (SPAN_GRANULE - 1))
-        && (tag_get(r, span_gran(r, x)) == TAG_FEND || tag_get(r, span_gran(r, x)) == TAG_FREE);
+    struct region *r = region_from_map(a, b);
+    return r->cls == HAK_CLS_SPAN && node_run_end(r, x) != UINT32_MAX;
 }
 #else
 #define node_ok(x) 1
@@ -117,6 +155,8 @@ static int node_ok(struct span_node *x)
  * back at it (the bin is cut instead). */
 static int bin_unlink(struct heap *h, struct span_node *x, uint32_t n)
 {
+    if (n < SPAN_LINK_MIN)
+        return 1;                           /* in no bin */
     unsigned b = span_bin(n);
     struct span_node *next, *prev = node_get(x, &next), *pn, *nn;
     if (unlikely(prev ? !node_ok(prev) || (node_get(prev, &pn), pn != x) : h->span.bin[b] != x)
@@ -133,14 +173,15 @@ static int bin_unlink(struct heap *h, struct span_node *x, uint32_t n)
     return 1;
 }
 
-/* Run x was n granules and is m now (its end where it was): into m's bin if that differs. */
-HAK_INLINE int bin_move(struct heap *h, struct span_node *x, uint32_t n, uint32_t m)
+/* The run of r ending at granule e was n granules and is m now: into m's bin if that
+ * differs (then its links move too, if it crossed SPAN_NODE_MIN). */
+HAK_INLINE int bin_move(struct heap *h, struct region *r, uint32_t e, uint32_t n, uint32_t m)
 {
     if (span_bin(n) == span_bin(m))
         return 1;
-    if (!bin_unlink(h, x, n))
+    if (!bin_unlink(h, run_node(r, e + 1 - n, n), n))
         return 0;
-    bin_push(h, x, m);
+    bin_push(h, r, e + 1 - m, m);
     return 1;
 }
 
@@ -225,11 +266,10 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
         }
         struct region *r = region_of_block(x);
         uint16_t *len = span_len(r);
-        uint32_t e = span_gran(r, x), n = len[e], g = e + 1 - n;
         /* A run's tags and lengths are in the header, out of reach of a block's overflow;
          * its links are checked as they are followed. */
-        if (unlikely(n == 0 || n > e || tag_get(r, g) != TAG_FREE || span_bin(n) != fb
-                     || (n > 1 && tag_get(r, e) != TAG_FEND))) {
+        uint32_t e = node_run_end(r, x), n = e == UINT32_MAX ? 0 : len[e], g = e + 1 - n;
+        if (unlikely(e == UINT32_MAX || span_bin(n) != fb)) {
             bin_cut(h, fb, x);
             continue;
         }
@@ -244,11 +284,13 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
             if (n > 1)
                 tag_set(r, e, 0);           /* the run's end is inside the block now */
         } else {
-            if (unlikely(!bin_move(h, x, n, n - want))) {
+            if (unlikely(!bin_move(h, r, e, n, n - want))) {
                 region_unhold(r);
                 continue;
             }
             run_mark(r, g + want, n - want);
+            if (span_links_in_run(n - want))    /* its links moved into its memory */
+                region_refault(r, run_node(r, g + want, n - want), sizeof(struct span_node));
         }
         len[g] = (uint16_t)want;
         tag_set(r, g, TAG_LIVE_SPAN);
@@ -270,8 +312,8 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
 void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
     uint16_t *len = span_len(r);
-    struct span_node *x = NULL;             /* the run after, whose links end the merged run */
-    uint32_t xn = 0, freed = n;
+    uint32_t freed = n;
+    int push = 1;                           /* the merged run's links are written anew */
     r->span_avail = (uint16_t)(r->span_avail + n);
     tag_set(r, g, 0);
     if (g > SPAN_FIRST) {
@@ -287,30 +329,36 @@ void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
     }
     uint32_t e = g + n;
     if (e < SPAN_NGRAN && tag_get(r, e) == TAG_FREE) {
-        xn = len[e];
-        x = run_node(r, e, xn);
+        /* The run after keeps its links (they end the merged run) unless it changes bin.
+         * They leave it before the merged run is marked: Phase 101's purger gives back
+         * every page of a run it sees long enough to keep its links in the header. */
+        uint32_t xn = len[e];
+        if (span_bin(xn) == span_bin(n + xn))
+            push = 0;
+        else if (!bin_unlink(h, run_node(r, e, xn), xn))
+            push = -1;                      /* reported; the run leaks */
         tag_set(r, e, 0);
         n += xn;
     }
     run_mark(r, g, n);
-    if (x == NULL)
-        bin_push(h, run_node(r, g, n), n);
-    else if (!bin_move(h, x, xn, n))
-        return;                             /* reported; the run leaks */
+    if (push < 0)
+        return;
+    if (push)
+        bin_push(h, r, g, n);
     if (unlikely(r->used == 0))
         span_emptied(h, r);
     else if (unlikely(span_live(r) <= SPAN_LEND_LIVE) && span_lend_crossed(span_live(r), freed))
         span_lend(h, r);
 }
 
-void span_run_mark(struct region *r, uint32_t g, uint32_t n)
+/* [g, g + n), split off a free run by its holder: a run of its own.  Its links may land in
+ * a page of the old run that was given back, which is resident again then. */
+void span_run_split(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
     run_mark(r, g, n);
-}
-
-void span_bin_push(struct heap *h, struct region *r, uint32_t g, uint32_t n)
-{
-    bin_push(h, run_node(r, g, n), n);
+    bin_push(h, r, g, n);
+    if (span_links_in_run(n))
+        region_refault(r, run_node(r, g, n), sizeof(struct span_node));
 }
 
 int span_bin_unlink(struct heap *h, struct region *r, uint32_t g, uint32_t n)
@@ -324,7 +372,7 @@ void span_run_new(struct heap *h, struct region *r)
     r->span_avail = SPAN_RUN_MAX;
     r->span_lent = 0;
     run_mark(r, SPAN_FIRST, SPAN_RUN_MAX);
-    bin_push(h, run_node(r, SPAN_FIRST, SPAN_RUN_MAX), SPAN_RUN_MAX);
+    bin_push(h, r, SPAN_FIRST, SPAN_RUN_MAX);
 }
 
 /* r holds nothing but blocks in the quick cache, and another span is the heap's idle one:
@@ -461,12 +509,14 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
         if (nn > 1)
             tag_set(r, e + nn - 1, 0);
     } else {
-        if (!bin_move(h, x, nn, room - want)) {
+        if (!bin_move(h, r, e + nn - 1, nn, room - want)) {
             region_unhold(r);
             return 0;
         }
         tag_set(r, e, 0);
         run_mark(r, g + want, room - want);
+        if (span_links_in_run(room - want)) /* its links moved into its memory */
+            region_refault(r, run_node(r, g + want, room - want), sizeof(struct span_node));
     }
     span_handed_out(r, span_addr(r, e), want - cur);
     len[g] = (uint16_t)want;
@@ -524,7 +574,7 @@ void span_link_runs(struct heap *h, struct region *r)
         if (n == 0)                         /* never: every granule is in a block or run */
             break;
         if (tag_get(r, g) == TAG_FREE)
-            bin_push(h, run_node(r, g, n), n);
+            bin_push(h, r, g, n);
         g += n;
     }
 }
@@ -565,7 +615,7 @@ const char *span_check(struct heap *h)
                 prev_free = 0;
                 continue;
             }
-            nruns += free;
+            nruns += free && n >= SPAN_LINK_MIN;
             nfree += free ? n : 0;
             used += !free;
             cached += t == TAG_CACHED;
@@ -585,9 +635,8 @@ const char *span_check(struct heap *h)
             return snprintf(why, sizeof why, "bin %u: bit and head disagree", b), why;
         for (struct span_node *next; x; prev = x, x = next, nlinked++) {
             struct region *xr = region_of_block(x);
-            uint32_t e = span_gran(xr, x), n = span_len(xr)[e];
-            if (atomic_load(&xr->owner) != h || node_get(x, &next) != prev || span_bin(n) != b
-                || n == 0 || n > e || x != run_node(xr, e + 1 - n, n) || tag_get(xr, e + 1 - n) != TAG_FREE)
+            uint32_t e = node_run_end(xr, x), n = e == UINT32_MAX ? 0 : span_len(xr)[e];
+            if (atomic_load(&xr->owner) != h || node_get(x, &next) != prev || span_bin(n) != b || n == 0)
                 return snprintf(why, sizeof why, "bin %u: bad link %p", b, (void *)x), why;
         }
     }

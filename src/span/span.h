@@ -17,8 +17,7 @@ const char *span_check(struct heap *h);                      /* NULL: spans and 
 #endif
 void  span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n);   /* frees a run */
 void  span_run_new(struct heap *h, struct region *r);        /* a fresh span: one run */
-void  span_run_mark(struct region *r, uint32_t g, uint32_t n);
-void  span_bin_push(struct heap *h, struct region *r, uint32_t g, uint32_t n);
+void  span_run_split(struct heap *h, struct region *r, uint32_t g, uint32_t n);   /* r held */
 int   span_bin_unlink(struct heap *h, struct region *r, uint32_t g, uint32_t n);
 
 

@@ -128,7 +128,7 @@ HAK_COLD void span_emptied(struct heap *h, struct region *r)
 
 /* r has just come down to SPAN_LEND_LIVE granules in live blocks (region/span_layout.h): the whole
  * chunks inside its free runs go back to the arenas, all under one lock; what is left of a
- * run on either side is a run of its own, with links at its end. */
+ * run on either side is a run of its own. */
 HAK_COLD void span_lend(struct heap *h, struct region *r)
 {
     /* Within the arenas' own bound on what may wait, twice `retain`, the heap's spans keep
@@ -151,13 +151,10 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
             continue;
         }
         uint32_t lg = c0 * cg, ln = (c1 - c0) * cg, rg = lg + ln;
-        if (lg > g) {
-            span_run_mark(r, g, lg - g);
-            span_bin_push(h, r, g, lg - g);
-        }
+        if (lg > g)
+            span_run_split(h, r, g, lg - g);
         if (next > rg) {
-            span_run_mark(r, rg, next - rg);
-            span_bin_push(h, r, rg, next - rg);
+            span_run_split(h, r, rg, next - rg);
         } else {
             r->tags[next - 1] = 0;          /* the run's end tag, now inside the lent chunks */
         }

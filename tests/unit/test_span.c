@@ -224,30 +224,40 @@ START_TEST(test_bad_frees_refused)
 }
 END_TEST
 
-/* A write past a block that reaches the free run after it (its links, the run's last 16
- * bytes) is found when the run leaves its bin: the neighbour a link names must point
- * back.  Reported, the bin cut (its runs leak), and neither the run nor the place the
- * link names is handed out. */
+/* A write past a block that reaches the free run after it finds no links in a run long
+ * enough to keep them in the header: the run is handed out whole.  A shorter run keeps
+ * them in its last 24 bytes, and a write that reaches them is found when the run leaves
+ * its bin: the neighbour a link names must point back.  Reported, the bin cut (its runs
+ * leak), and neither the run nor the place the link names is handed out. */
+#define SHORT_RUN (12u * SPAN_GRANULE)              /* below SPAN_NODE_MIN granules */
 START_TEST(test_corrupt_run_links_caught)
 {
     static struct span_node target[4];
     char *a = hak_malloc(BIG), *b = hak_malloc(BIG), *guard = hak_malloc(BIG);
     hak_free(b);                                           /* a run of its own: a and guard live */
-    struct span_node *links = (struct span_node *)(b + BIG) - 1;
-    HAK_UNPOISON(links, sizeof *links);                    /* this write is the point */
+    HAK_UNPOISON(b, BIG);                                  /* these writes are the point */
+    memset(b, 0x5A, BIG);
+    char *x = hak_malloc(BIG);
+    ck_assert_ptr_eq(x, b);
+    /* the run's front handed out, what is left a short run before guard */
+    hak_free(x);
+    x = hak_malloc(BIG - SHORT_RUN);
+    ck_assert_ptr_eq(x, b);
+    struct span_node *links = (struct span_node *)(guard) - 1;
+    HAK_UNPOISON(links, sizeof *links);
     links->next = &target[1];
     struct capture c;
     stderr_capture_begin(&c);
-    char *x = hak_malloc(BIG);
+    char *y = hak_malloc(SHORT_RUN);
     stderr_capture_end(&c, report, sizeof report);
-    ck_assert_ptr_nonnull(x);
-    ck_assert_ptr_ne(x, b);
-    ck_assert_ptr_ne((void *)x, (void *)&target[1]);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_ptr_ne(y, b + BIG - SHORT_RUN);
+    ck_assert_ptr_ne((void *)y, (void *)&target[1]);
     ck_assert_ptr_nonnull(strstr(report, "free-run links overwritten"));
-    memset(x, 1, BIG);
-    hak_free(x);
+    memset(y, 1, SHORT_RUN);
+    hak_free(y);
     hak_free(a);
-    hak_free(guard);
+    /* x and guard stay: their frees would meet the leaked run and report it again */
 }
 END_TEST
 

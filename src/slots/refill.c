@@ -169,8 +169,10 @@ HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
                 goto oom;
+            void **s = *top;                /* a local: stores through void ** may alias it */
             for (unsigned i = n - 1; i >= 1; i--)   /* lowest address pops first */
-                *++*top = buf[i];
+                *++s = buf[i];
+            *top = s;
             p = buf[0];
         }
     } else {

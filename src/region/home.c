@@ -133,8 +133,9 @@ unsigned region_take(struct region *r, void **out, unsigned want)
         unsigned k = want - n;
         if (k > r->nblocks - r->carved)
             k = r->nblocks - r->carved;
-        for (unsigned i = 0; i < k; i++, b += r->bsize)
-            out[n++] = b;
+        for (unsigned i = k; i-- > 0; b += r->bsize)   /* the lowest address last: it pops first */
+            out[n + i] = b;
+        n += k;
         r->carved += k;
     }
     r->used += n;

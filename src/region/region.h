@@ -326,7 +326,9 @@ HAK_INLINE void *region_home_pop(struct region *r)
 unsigned region_home_take(struct region *r, void **out, unsigned want);
 
 /* home.c, for the owner: other threads' frees collected into the region, and blocks taken
- * out of it for a refill (home blocks, then remote frees, then fresh carving). */
+ * out of it for a refill (home blocks, then remote frees, then fresh carving; carved blocks
+ * go into out[] in descending address order, so a stack popping from out[n - 1] hands out
+ * the lowest first). */
 void     region_collect(struct region *r);
 int      region_has_blocks(struct region *r);
 unsigned region_take(struct region *r, void **out, unsigned want);

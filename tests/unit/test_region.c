@@ -208,6 +208,28 @@ START_TEST(test_home_scan_carved_only)
 }
 END_TEST
 
+/* region_take hands home blocks first, in the scan's order, then fresh ones in descending
+ * address order: a refill writes them straight into the slots, which pop from the end, so
+ * fresh blocks go out lowest address first. */
+START_TEST(test_take_order_for_slots)
+{
+    struct region *r = region_for_test(class_of_size(32), 4);
+    region_home_put(r, block_at(r, 1));
+    region_home_put(r, block_at(r, 3));
+    r->used -= 2;
+    void *out[8];
+    ck_assert_uint_eq(region_take(r, out, 6), 6);
+    ck_assert_ptr_eq(out[0], block_at(r, 1));
+    ck_assert_ptr_eq(out[1], block_at(r, 3));
+    for (unsigned i = 0; i < 4; i++)                 /* carved 4..7, the lowest last */
+        ck_assert_ptr_eq(out[2 + i], block_at(r, 7 - i));
+    ck_assert_uint_eq(r->carved, 8);
+    ck_assert_uint_eq(r->used, 8);
+    r->used = 0;
+    arena_region_release(r);
+}
+END_TEST
+
 START_TEST(test_home_block_double_free)
 {
     unsigned c = class_of_size(64);
@@ -463,6 +485,7 @@ int main(void)
     tcase_add_test(tc, test_double_free_refused);
     tcase_add_test(tc, test_home_take_order);
     tcase_add_test(tc, test_home_scan_carved_only);
+    tcase_add_test(tc, test_take_order_for_slots);
     tcase_add_test(tc, test_home_block_double_free);
     tcase_add_test(tc, test_remote_free_goes_home);
     tcase_add_test(tc, test_interior_pointers_refused);

@@ -80,21 +80,24 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
     OBS_INC(h, frees, TAG_CLASS(t));
     if (likely(slots_push(h, t, ptr)))
         return;
+    /* Full slots (a NULL limit is no slots route, or a policy change to pick up): the block
+     * goes back to its region now, while its line is hot from the caller's last use.
+     * Caching it and spilling older blocks instead wrote links into lines long gone from
+     * the cache.  Only tiny classes have slots, so the tag in hand is the one to turn home
+     * and the route need not be read.  The limit is reloaded, so the hit's compare keeps
+     * its memory operand. */
+    if (__atomic_load_n(&HEAP_LIM(h, t), __ATOMIC_RELAXED) != NULL) {
+        OBS_INC(h, overflows, TAG_CLASS(t));
+        heap_put_home_tiny(h, r, tag);
+        return;
+    }
     if (t == TAG_LIVE_SPAN) {               /* Phase 100: merges with its free neighbours */
         span_free(h, r, ptr);
         return;
     }
     size_t cls = TAG_CLASS(t);
     unsigned route = route_of_class(&h->snap, cls);
-    /* Full slots (a NULL limit is no slots route, or a policy change to pick up), or a mid
-     * class, which keeps no cache: the block goes back to its region now, while its line is
-     * hot from the caller's last use.  Caching it and spilling older blocks instead wrote
-     * links into lines long gone from the cache.  The limit is reloaded, so the hit's
-     * compare keeps its memory operand. */
-    int full = __atomic_load_n(&HEAP_LIM(h, t), __ATOMIC_RELAXED) != NULL;
-    if (full || route == ROUTE_MID) {
-        if (full)
-            OBS_INC(h, overflows, cls);     /* a mid free is no overflow */
+    if (route == ROUTE_MID) {               /* keeps no cache: home at once */
         heap_put_home(h, r, ptr);
         return;
     }

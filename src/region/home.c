@@ -22,6 +22,56 @@ static inline uint64_t home_bytes(const uint8_t *tags, uint32_t i)
     return ~(((y & BYTES_OF(0x7F)) + BYTES_OF(0x7F)) | y | BYTES_OF(0x7F));
 }
 
+/* One past the last word of tags a home block can have: every TAG_HOME tag, the owner's or
+ * another thread's (Phase 97), is a block handed out once, so it lies below the carved
+ * blocks' end.  A region carved part way is scanned over that part only. */
+static uint32_t home_scan_end(const struct region *r, uint32_t ntags)
+{
+    if (r->carved == 0)
+        return 0;
+    uint32_t last = (r->blocks_off + (uint32_t)(r->carved - 1) * r->bsize) >> r->gshift;
+    uint32_t end = (last + 8) & ~7u;
+    return end < ntags ? end : ntags;
+}
+
+/* The scan: up to `take` blocks whose tags read TAG_HOME into o[], tagged TAG_FREE again, from
+ * where the last scan stopped, wrapping once round the carved blocks' tags.  Returns how many
+ * (fewer when nhome ran ahead of the tags).  Out of line and with few live values, so the
+ * loop keeps them all in registers; a block's address is its tag index times the granule, a
+ * multiply, where a shift would want its count in cl. */
+static HAK_NOINLINE unsigned home_scan(struct region *r, void **o, unsigned take)
+{
+    uint32_t end = home_scan_end(r, class_table[r->cls].ntags);
+    uintptr_t gran = (uintptr_t)1 << r->gshift;
+    __asm__("" : "+r"(gran));           /* a number to multiply by, not a shift count */
+    o += take;                          /* filled from o[-take] up to o[-1] */
+    intptr_t j = -(intptr_t)take;
+    uint32_t pos = r->home_pos < end ? r->home_pos : 0;
+    uint32_t i = pos & ~7u;
+    uint64_t m = home_bytes(r->tags, i) & (~(uint64_t)0 << 8 * (pos & 7));
+    for (uint32_t words = end / 8 + 1;;) {
+        while (m) {
+            uintptr_t k = i + ((unsigned)__builtin_ctzll(m) >> 3);
+            m &= m - 1;
+            o[j] = (char *)r + k * gran;
+            /* Acquire on the byte itself, not a fence after the word: it pairs with the
+             * freeing thread's CAS of this byte (ThreadSanitizer sees no fence, nor a byte
+             * CAS through a word load), and on x86 it is a plain load. */
+            (void)__atomic_load_n(&r->tags[k], __ATOMIC_ACQUIRE);
+            __atomic_store_n(&r->tags[k], (uint8_t)TAG_FREE, __ATOMIC_RELAXED);
+            if (++j == 0) {
+                r->home_pos = (uint16_t)(k + 1 < end ? k + 1 : 0);
+                return take;
+            }
+        }
+        if (--words == 0)
+            return (unsigned)(take + j);
+        if ((i += 8) >= end)
+            i = 0;
+        m = home_bytes(r->tags, i);
+    }
+}
+
 /* Whole words of tags are read: a class's ntags is a whole number of words, all cleared
  * when a region takes the class (class_table_init, arena_region_take).  Tags of blocks not
  * yet carved, and of granules no block starts at, are 0. */
@@ -35,35 +85,13 @@ unsigned region_home_take(struct region *r, void **out, unsigned want)
     left -= n;
     if (n == want || left == 0)
         return n;
-    /* From where the last scan stopped, wrapping once round: a block going home costs its
-     * free one tag store and a count, no lowest-bit bookkeeping. */
-    uint32_t ntags = class_table[r->cls].ntags;
-    uint32_t i = r->home_pos & ~7u;
-    uint64_t m = home_bytes(r->tags, i) & (~(uint64_t)0 << 8 * (r->home_pos & 7));
-    for (uint32_t words = ntags / 8 + 1;;) {
-        while (m) {
-            uint32_t k = i + ((unsigned)__builtin_ctzll(m) >> 3);
-            /* Acquire on the byte itself, not a fence after the word: it pairs with the
-             * freeing thread's CAS of this byte (ThreadSanitizer sees no fence, nor a byte
-             * CAS through a word load), and on x86 it is a plain load. */
-            (void)__atomic_load_n(&r->tags[k], __ATOMIC_ACQUIRE);
-            __atomic_store_n(&r->tags[k], (uint8_t)TAG_FREE, __ATOMIC_RELAXED);
-            out[n++] = (char *)r + ((size_t)k << r->gshift);
-            if (--left == 0 || n == want) {
-                r->home_pos = (uint16_t)(k + 1 < ntags ? k + 1 : 0);
-                r->nhome = (uint16_t)left;
-                return n;
-            }
-            m &= m - 1;
-        }
-        if (--words == 0)
-            break;
-        if ((i += 8) >= ntags)
-            i = 0;
-        m = home_bytes(r->tags, i);
-    }
-    r->nhome = 0;                       /* nhome was wrong: what was found is all there is */
-    return n;
+    /* A block going home costs its free one tag store and a count, no lowest-bit
+     * bookkeeping: the scan goes on from where the last one stopped. */
+    unsigned take = want - n < left ? want - n : left;
+    unsigned got = home_scan(r, out + n, take);
+    /* Fewer than nhome said: what was found is all there is */
+    r->nhome = (uint16_t)(got == take ? left - take : 0);
+    return n + got;
 }
 
 /* Counts the tiny blocks other threads tagged TAG_HOME (Phase 97) as home, and moves the
@@ -105,8 +133,9 @@ unsigned region_take(struct region *r, void **out, unsigned want)
         unsigned k = want - n;
         if (k > r->nblocks - r->carved)
             k = r->nblocks - r->carved;
-        for (unsigned i = 0; i < k; i++, b += r->bsize)
-            out[n++] = b;
+        for (unsigned i = k; i-- > 0; b += r->bsize)   /* the lowest address last: it pops first */
+            out[n + i] = b;
+        n += k;
         r->carved += k;
     }
     r->used += n;

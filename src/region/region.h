@@ -293,12 +293,18 @@ HAK_INLINE void region_home_link(struct region *r, void *p)
     r->nhome++;
 }
 
+/* A tiny block of r whose tag is *tag goes home (owner only): a tag and a count. */
+HAK_INLINE void region_home_put_tiny(struct region *r, uint8_t *tag)
+{
+    *tag = (uint8_t)TAG_HOME;
+    r->nhome++;
+}
+
 /* A free block of r goes home (owner only). */
 HAK_INLINE void region_home_put(struct region *r, void *p)
 {
     if (r->cls < HAK_NTINY) {
-        r->tags[((uintptr_t)p - (uintptr_t)r) >> r->gshift] = (uint8_t)TAG_HOME;
-        r->nhome++;
+        region_home_put_tiny(r, region_tag(r, (uintptr_t)p));
     } else {
         region_home_link(r, p);
     }
@@ -320,7 +326,9 @@ HAK_INLINE void *region_home_pop(struct region *r)
 unsigned region_home_take(struct region *r, void **out, unsigned want);
 
 /* home.c, for the owner: other threads' frees collected into the region, and blocks taken
- * out of it for a refill (home blocks, then remote frees, then fresh carving). */
+ * out of it for a refill (home blocks, then remote frees, then fresh carving; carved blocks
+ * go into out[] in descending address order, so a stack popping from out[n - 1] hands out
+ * the lowest first). */
 void     region_collect(struct region *r);
 int      region_has_blocks(struct region *r);
 unsigned region_take(struct region *r, void **out, unsigned want);

@@ -166,12 +166,14 @@ HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
             heap_obs_sync(h);
             unsigned cap = slots_cap(h, cls);
             unsigned want = cap / 2 ? cap / 2 : 1;
-            unsigned n = heap_refill(h, cls, buf, want);
+            /* Straight into the empty slots, the last block taken on top: a carve puts
+             * the lowest address there (region_take), so fresh blocks pop in address order. */
+            void **s = *top;
+            unsigned n = heap_refill(h, cls, s + 1, want);
             if (n == 0)
                 goto oom;
-            for (unsigned i = n - 1; i >= 1; i--)   /* lowest address pops first */
-                *++*top = buf[i];
-            p = buf[0];
+            p = s[n];
+            *top = s + n - 1;
         }
     } else {
         struct list_bin *l = &h->lists[cls];
@@ -187,13 +189,13 @@ HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
                 goto oom;
-            for (unsigned i = n - 1; i >= 1; i--) {     /* n > 1: a tiny class */
+            for (unsigned i = 0; i + 1 < n; i++) {      /* n > 1: a tiny class */
                 struct region *r = region_of_tiny(buf[i]);
                 region_link_store(r, buf[i], l->head);
                 l->head = buf[i];
             }
             l->count += n - 1;
-            p = buf[0];
+            p = buf[n - 1];                 /* the last taken first, as from the slots */
         }
     }
     region_tag_set_live(region_of_block(p), p);

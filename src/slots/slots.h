@@ -243,6 +243,16 @@ HAK_INLINE void heap_put_home(struct heap *h, struct region *r, void *p)
     heap_put_in(h, r, p);
 }
 
+/* A tiny block of h's own region r, whose tag is *tag, goes home from full slots: the hot
+ * free has the tag's address and knows the class is tiny. */
+HAK_INLINE void heap_put_home_tiny(struct heap *h, struct region *r, uint8_t *tag)
+{
+    h->regions[r->cls].scan = 1;
+    region_home_put_tiny(r, tag);
+    if (unlikely(--r->used == 0))
+        heap_region_emptied(h, r);
+}
+
 /* observe.c: OBSERVE's per-heap counters folded into the process totals (stats/) */
 #if HAK_OBSERVE
 void heap_obs_sync(struct heap *h);

@@ -264,6 +264,7 @@ void api_malloc_stats(void)
 int api_malloc_trim(size_t pad)
 {
     init_process();
+    heap_trim();
     size_t left = 0;
     size_t purged = arena_trim(pad, &left);
     pad = pad > left ? pad - left : 0;

@@ -33,6 +33,7 @@ void  heap_refresh(struct heap *h);                       /* the epoch moved: a 
 /* heap.c: per-thread heap lifecycle */
 struct heap *heap_acquire(void);
 void  heap_thread_exit(void *heap);
+void  heap_trim(void);                  /* malloc_trim: the caller's heap takes other threads' frees in */
 void  heap_lock(void);
 void  heap_unlock(void);
 void  heap_snapshot(struct heap *h);

@@ -135,6 +135,18 @@ HAK_COLD void heap_thread_exit(void *arg)
     heap_retire(h, 1);
 }
 
+/* malloc_trim: the calling thread's regions and spans take in what other threads freed
+ * into them, so those it empties go back to the arenas before the trim (another thread's
+ * heap is its own: its frees wait for it, and the purger gives back their pages). */
+HAK_COLD void heap_trim(void)
+{
+    struct heap *h = heap_tls;
+    if (h == &heap_empty)
+        return;
+    heap_collect_remote(h);
+    span_merge_pending(h);
+}
+
 /* In a child after fork only the forking thread survives.  Other heaps may have
  * been caught mid-operation, so their caches are not trusted: they are retired
  * without reuse and their regions stay with them (a bounded leak in the child,

@@ -264,6 +264,28 @@ HAK_COLD void heap_flush(struct heap *h)
         heap_flush_class(h, c);
 }
 
+/* malloc_trim in this thread: what other threads freed into h's regions is collected, and
+ * a region it empties leaves for the arenas, whose trim gives its pages back (a thread that
+ * only frees would otherwise keep them until h's next refill of the class). */
+HAK_COLD void heap_collect_remote(struct heap *h)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        struct class_regions *cr = &h->regions[c];
+        struct region *r = cr->list;
+        for (unsigned i = cr->n; i; i--) {
+            struct region *next = r->next;  /* r may leave the ring */
+            if (region_remote_pending(r)) {
+                region_hold(r);             /* Phase 101: the purger reads these tags too */
+                region_collect(r);
+                region_unhold(r);
+                if (r->used == 0)
+                    heap_region_emptied(h, r);
+            }
+            r = next;
+        }
+    }
+}
+
 /* Thread exit: after the flush, every region goes to the arenas (empty) or is abandoned. */
 HAK_COLD void heap_regions_release(struct heap *h)
 {

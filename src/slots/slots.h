@@ -225,6 +225,7 @@ void  heap_flush_class(struct heap *h, unsigned cls);        /* every cached blo
 void  heap_flush(struct heap *h);                            /* ... of every class */
 void  heap_rcache_rebuild(struct heap *h);
 void  heap_regions_release(struct heap *h);                  /* thread exit: every region on */
+void  heap_collect_remote(struct heap *h);                   /* malloc_trim: other threads' frees in */
 
 /* A block of h's own region r goes back home (the caller marks its class for a refill
  * scan).  Inline: the hot free takes it when the slots are full. */

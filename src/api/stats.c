@@ -73,23 +73,21 @@ HAK_EXPORT int hak_stats_get(struct hak_stats *s)
     return s->compiled_in && s->enabled ? 0 : -1;
 }
 
-static void out(int fd, char *buf, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #include <stdarg.h>
-/* Appends to buf (4096 bytes), writing it out as it fills; fd < 0 only collects. */
-static void out(int fd, char *buf, size_t *n, const char *fmt, ...)
+/* printf into o's buffer, written out once it is three-quarters full (the widest line
+ * fits the rest); a line longer than the room is cut. */
+static void outf(struct out *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(buf + *n, 4096 - *n, fmt, ap);
+    int k = vsnprintf(o->buf + o->n, o->cap - o->n, fmt, ap);
     va_end(ap);
     if (k > 0)
-        *n += (size_t)k < 4096 - *n ? (size_t)k : 4095 - *n;
-    if (*n > 3000 && fd >= 0) {
-        ssize_t w = write(fd, buf, *n);
-        (void)w;
-        *n = 0;
-    }
+        o->n += (size_t)k < o->cap - o->n ? (size_t)k : o->cap - 1 - o->n;
+    if (o->n > o->cap / 4 * 3)
+        out_flush(o);
 }
 
 static void count_heap(struct heap *h, void *ctx)
@@ -119,53 +117,42 @@ HAK_EXPORT void hak_totals_get(struct hak_totals *o)
     heap_foreach(count_heap, &o->heaps);
 }
 
-static void out_bytes(int fd, char *buf, size_t *n, const char *name, uint64_t v, const char *what)
+static void out_bytes(struct out *o, const char *name, uint64_t v, const char *what)
 {
     static const char unit[][4] = { "B", "KiB", "MiB", "GiB", "TiB" };
     double x = (double)v;
     unsigned u = 0;
     while (x >= 1024 && u < 4)
         x /= 1024, u++;
-    out(fd, buf, n, "  %-13s %15llu  (%7.1f %-3s)  %s\n", name, (unsigned long long)v, x, unit[u], what);
+    outf(o, "  %-13s %15llu  (%7.1f %-3s)  %s\n", name, (unsigned long long)v, x, unit[u], what);
 }
 
-static void totals_write(int fd, char *buf, size_t *n)
+static void totals_write(struct out *o)
 {
     struct hak_totals t;
     hak_totals_get(&t);
-    out(fd, buf, n, "hakmem %s totals (pid %d):\n", HAK_VERSION, (int)getpid());
-    out_bytes(fd, buf, n, "mapped", t.mapped, "every mapping hakmem holds");
-    out_bytes(fd, buf, n, "resident", t.resident, "in use + retained - pages given back: hakmem's view of its RSS");
-    out_bytes(fd, buf, n, "in use", t.in_use, "regions, spans and large blocks");
-    out_bytes(fd, buf, n, "retained", t.retained, "free, kept resident for reuse");
-    out_bytes(fd, buf, n, "purged", t.purged, "given back to the OS since start");
-    out_bytes(fd, buf, n, "peak", t.peak, "the most resident has been");
-    out(fd, buf, n, "  %-13s %15llu\n", "heaps", (unsigned long long)t.heaps);
-    out(fd, buf, n, "  %-13s %15llu  (%llu bytes)\n", "large blocks", (unsigned long long)t.large_blocks,
+    outf(o, "hakmem %s totals (pid %d):\n", HAK_VERSION, (int)getpid());
+    out_bytes(o, "mapped", t.mapped, "every mapping hakmem holds");
+    out_bytes(o, "resident", t.resident, "in use + retained - pages given back: hakmem's view of its RSS");
+    out_bytes(o, "in use", t.in_use, "regions, spans and large blocks");
+    out_bytes(o, "retained", t.retained, "free, kept resident for reuse");
+    out_bytes(o, "purged", t.purged, "given back to the OS since start");
+    out_bytes(o, "peak", t.peak, "the most resident has been");
+    outf(o, "  %-13s %15llu\n", "heaps", (unsigned long long)t.heaps);
+    outf(o, "  %-13s %15llu  (%llu bytes)\n", "large blocks", (unsigned long long)t.large_blocks,
         (unsigned long long)t.large_bytes);
-    out(fd, buf, n, "  %-13s %15llu  (%llu purged)\n", "regions", (unsigned long long)t.regions_mapped,
+    outf(o, "  %-13s %15llu  (%llu purged)\n", "regions", (unsigned long long)t.regions_mapped,
         (unsigned long long)t.regions_purged);
-    out(fd, buf, n, "  %-13s %15llu  (%llu faulted in again, %llu given back now)\n", "sparse pages",
+    outf(o, "  %-13s %15llu  (%llu faulted in again, %llu given back now)\n", "sparse pages",
         (unsigned long long)t.sparse_purged, (unsigned long long)t.sparse_refaulted,
         (unsigned long long)t.sparse_out);
     if (prof_active()) {                /* the profiler's own memory, apart from the program's */
         struct prof_info pi;
         prof_read(&pi);
-        out_bytes(fd, buf, n, "profiler", pi.mapped, "the heap profiler's own tables (mapped)");
-        out(fd, buf, n, "  %-13s %15llu  (%llu stacks, ~%.0f bytes live estimated, %llu dropped)\n",
+        out_bytes(o, "profiler", pi.mapped, "the heap profiler's own tables (mapped)");
+        outf(o, "  %-13s %15llu  (%llu stacks, ~%.0f bytes live estimated, %llu dropped)\n",
             "samples live", (unsigned long long)pi.live, (unsigned long long)pi.stacks, pi.live_bytes,
             (unsigned long long)pi.dropped);
-    }
-}
-
-static void flush(int fd, const char *buf, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, buf, n);
-        if (w <= 0 && errno != EINTR)
-            return;
-        if (w > 0)
-            buf += w, n -= (size_t)w;
     }
 }
 
@@ -173,16 +160,16 @@ static void stats_write(int fd)
 {
     struct hak_stats s;
     char buf[4096];
-    size_t n = 0;
-    totals_write(fd, buf, &n);
+    struct out o = OUT_INIT(buf, fd);
+    totals_write(&o);
     if (hak_stats_get(&s) < 0) {
-        out(fd, buf, &n, "hakmem OBSERVE: %s\n", s.compiled_in ? "off ([observe] enabled = on to count)"
+        outf(&o, "hakmem OBSERVE: %s\n", s.compiled_in ? "off ([observe] enabled = on to count)"
                                                                  : "compiled out (meson configure -Dobserve=true)");
     } else {
         uint64_t ta = 0, tf = 0, th = 0, to = 0, tr = 0, trem = 0, slot_frees = 0, slot_allocs = 0;
-        out(fd, buf, &n, "hakmem OBSERVE (pid %d, policy epoch %llu)\n", (int)getpid(),
+        outf(&o, "hakmem OBSERVE (pid %d, policy epoch %llu)\n", (int)getpid(),
             (unsigned long long)atomic_load(&policy_epoch));
-        out(fd, buf, &n, "%-6s %8s %12s %12s %12s %7s %10s %10s %12s\n", "class", "size", "allocs", "frees",
+        outf(&o, "%-6s %8s %12s %12s %12s %7s %10s %10s %12s\n", "class", "size", "allocs", "frees",
             "slot_hits", "hit%", "overflows", "refills", "remote_free");
         for (unsigned c = 0; c < s.nclasses; c++) {
             const struct hak_class_stats *k = &s.cls[c];
@@ -193,7 +180,7 @@ static void stats_write(int fd)
                 snprintf(name, sizeof name, "C%u", c);
             else
                 snprintf(name, sizeof name, "large");
-            out(fd, buf, &n, "%-6s %8llu %12llu %12llu %12llu %6.1f%% %10llu %10llu %12llu\n", name,
+            outf(&o, "%-6s %8llu %12llu %12llu %12llu %6.1f%% %10llu %10llu %12llu\n", name,
                 (unsigned long long)k->size, (unsigned long long)k->allocs, (unsigned long long)k->frees,
                 (unsigned long long)k->slot_hits, k->allocs ? 100.0 * (double)k->slot_hits / (double)k->allocs : 0.0,
                 (unsigned long long)k->overflows, (unsigned long long)k->refills, (unsigned long long)k->remote_frees);
@@ -202,17 +189,17 @@ static void stats_write(int fd)
             if (c < HAK_NCLASSES && policy_now()->route[c] == ROUTE_SLOTS)
                 slot_frees += k->frees, slot_allocs += k->allocs;
         }
-        out(fd, buf, &n, "total: allocs %llu, frees %llu, slot hits %llu, refills %llu, remote frees %llu\n",
+        outf(&o, "total: allocs %llu, frees %llu, slot hits %llu, refills %llu, remote frees %llu\n",
             (unsigned long long)ta, (unsigned long long)tf, (unsigned long long)th, (unsigned long long)tr,
             (unsigned long long)trem);
-        out(fd, buf, &n, "slots: PUSH TOTAL %llu, POP TOTAL %llu, overflow rate %.4f%%\n",
+        outf(&o, "slots: PUSH TOTAL %llu, POP TOTAL %llu, overflow rate %.4f%%\n",
             (unsigned long long)slot_frees, (unsigned long long)slot_allocs,
             tf ? 100.0 * (double)to / (double)tf : 0.0);
-        out(fd, buf, &n, "regions: mapped %llu, purged %llu; bytes live %llu, peak %llu\n",
+        outf(&o, "regions: mapped %llu, purged %llu; bytes live %llu, peak %llu\n",
             (unsigned long long)s.regions_mapped, (unsigned long long)s.regions_purged,
             (unsigned long long)s.bytes_live, (unsigned long long)s.bytes_peak);
     }
-    flush(fd, buf, n);
+    out_flush(&o);
 }
 
 static int stats_fd(void)
@@ -246,19 +233,19 @@ __attribute__((destructor)) static void stats_at_exit(void)
         hak_stats_print();
     } else if (p->stats) {
         char buf[4096];
-        size_t n = 0;
-        totals_write(2, buf, &n);
-        flush(2, buf, n);
+        struct out o = OUT_INIT(buf, 2);
+        totals_write(&o);
+        out_flush(&o);
     }
 }
 
 void api_malloc_stats(void)
 {
     char buf[4096];
-    size_t n = 0;
+    struct out o = OUT_INIT(buf, 2);
     init_process();
-    totals_write(2, buf, &n);
-    flush(2, buf, n);
+    totals_write(&o);
+    out_flush(&o);
 }
 
 int api_malloc_trim(size_t pad)

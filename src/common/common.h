@@ -4,6 +4,7 @@
 #define HAK_COMMON_H
 
 #include "attrs.h"
+#include "out.h"
 #include "report.h"
 #include "sanitize.h"
 

@@ -10,78 +10,36 @@
 #include "../common/common.h"
 #include "table.h"
 
-/* Formatting by hand into a buffer flushed with write(2): nothing here may allocate, as
- * the profile is written from inside malloc and at exit. */
-struct dump_out {
-    int fd, err;
-    size_t n;
-    char buf[8192];
-};
+/* Nothing here may allocate: the profile is written from inside malloc and at exit
+ * (common/out.h formats by hand and writes with write(2)). */
+#define DUMP_BUF 8192
 
-static void dump_flush(struct dump_out *o)
+static void dump_pcs(struct out *o, const uintptr_t *pcs, unsigned depth)
 {
-    size_t off = 0;
-    while (off < o->n && !o->err) {
-        ssize_t w = write(o->fd, o->buf + off, o->n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            o->err = w < 0 ? errno : EIO;
-        else
-            off += (size_t)w;
-    }
-    o->n = 0;
-}
-
-static void dump_str(struct dump_out *o, const char *s)
-{
-    for (; *s; s++) {
-        if (o->n == sizeof o->buf)
-            dump_flush(o);
-        o->buf[o->n++] = *s;
-    }
-}
-
-static void dump_num(struct dump_out *o, uint64_t v, unsigned base, unsigned width)
-{
-    char t[24];
-    unsigned i = sizeof t;
-    t[--i] = 0;
-    do {
-        t[--i] = "0123456789abcdef"[v % base];
-        v /= base;
-    } while (v);
-    while (sizeof t - 1 - i < width)
-        t[--i] = '0';
-    dump_str(o, t + i);
-}
-
-static void dump_pcs(struct dump_out *o, const uintptr_t *pcs, unsigned depth)
-{
-    dump_str(o, " @");
+    out_str(o, " @");
     for (unsigned i = 0; i < depth; i++) {
-        dump_str(o, " 0x");
-        dump_num(o, pcs[i], 16, 16);
+        out_str(o, " 0x");
+        out_num(o, pcs[i], 16, 16);
     }
-    dump_str(o, "\n");
+    out_str(o, "\n");
 }
 
 /* "count: bytes [count: bytes]" */
-static void dump_pair(struct dump_out *o, uint64_t n1, uint64_t b1, uint64_t n2, uint64_t b2)
+static void dump_pair(struct out *o, uint64_t n1, uint64_t b1, uint64_t n2, uint64_t b2)
 {
-    dump_num(o, n1, 10, 0);
-    dump_str(o, ": ");
-    dump_num(o, b1, 10, 0);
-    dump_str(o, " [");
-    dump_num(o, n2, 10, 0);
-    dump_str(o, ": ");
-    dump_num(o, b2, 10, 0);
-    dump_str(o, "]");
+    out_num(o, n1, 10, 0);
+    out_str(o, ": ");
+    out_num(o, b1, 10, 0);
+    out_str(o, " [");
+    out_num(o, n2, 10, 0);
+    out_str(o, ": ");
+    out_num(o, b2, 10, 0);
+    out_str(o, "]");
 }
 
 /* One line per live sample, so pprof scales each by its own size; one per stack for the
  * samples since freed, which only the allocation columns count. */
-static void write_samples(struct dump_out *o)
+static void write_samples(struct out *o)
 {
     uint64_t ln = 0, lb = 0, an = 0, ab = 0;
     for (uint32_t i = 1; i < prof_tab.nstacks; i++) {
@@ -90,11 +48,11 @@ static void write_samples(struct dump_out *o)
         an += prof_tab.stacks[i].total_n;
         ab += prof_tab.stacks[i].total_bytes;
     }
-    dump_str(o, "heap profile: ");
+    out_str(o, "heap profile: ");
     dump_pair(o, ln, lb, an, ab);
-    dump_str(o, " @ heap_v2/");
-    dump_num(o, prof_tab.rate, 10, 0);
-    dump_str(o, "\n");
+    out_str(o, " @ heap_v2/");
+    out_num(o, prof_tab.rate, 10, 0);
+    out_str(o, "\n");
     for (size_t i = 0; i < prof_tab.cap; i++) {
         const struct prof_block *b = &prof_tab.blocks[i];
         if (b->p == 0)
@@ -112,16 +70,16 @@ static void write_samples(struct dump_out *o)
     }
 }
 
-static void write_maps(struct dump_out *o)
+static void write_maps(struct out *o)
 {
-    dump_str(o, "\nMAPPED_LIBRARIES:\n");
+    out_str(o, "\nMAPPED_LIBRARIES:\n");
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
     for (;;) {
-        if (o->n == sizeof o->buf)
-            dump_flush(o);
-        ssize_t r = read(fd, o->buf + o->n, sizeof o->buf - o->n);
+        if (o->n == o->cap)
+            out_flush(o);
+        ssize_t r = read(fd, o->buf + o->n, o->cap - o->n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -133,11 +91,11 @@ static void write_maps(struct dump_out *o)
 
 int prof_path(char *out, size_t len, const char *pattern, unsigned seq)
 {
-    struct dump_out o;                   /* only the formatter: nothing is flushed */
-    o.n = 0;
-    for (const char *s = pattern; *s && o.n < sizeof o.buf - 32; s++) {
+    char buf[DUMP_BUF];
+    struct out o = OUT_INIT(buf, -1);       /* only the formatter: nothing is written */
+    for (const char *s = pattern; *s && o.n < o.cap - 32; s++) {
         if (s[0] == '%' && s[1] == 'p') {
-            dump_num(&o, (uint64_t)getpid(), 10, 0);
+            out_num(&o, (uint64_t)getpid(), 10, 0);
             s++;
         } else if (s[0] == '%' && s[1] == '%') {
             o.buf[o.n++] = '%';
@@ -151,11 +109,11 @@ int prof_path(char *out, size_t len, const char *pattern, unsigned seq)
         if (heap)
             o.n -= 5;
         o.buf[o.n++] = '.';
-        dump_num(&o, seq, 10, 0);
+        out_num(&o, seq, 10, 0);
         if (heap)
-            dump_str(&o, ".heap");
+            out_str(&o, ".heap");
     }
-    if (o.n >= len || o.n >= sizeof o.buf - 32)
+    if (o.n >= len || o.n >= o.cap - 32)
         return 0;
     memcpy(out, o.buf, o.n);
     out[o.n] = 0;
@@ -185,11 +143,12 @@ HAK_COLD int prof_dump(const char *path)
         memcpy(dir, path, (size_t)(slash - path) + 1);
         dir[slash - path + 1] = 0;
     }
-    struct dump_out o = { .n = 0, .err = 0 };
+    char buf[DUMP_BUF];
+    struct out o = OUT_INIT(buf, -1);
     memcpy(o.buf, path, len);
     o.n = len;
-    dump_str(&o, ".tmp.");
-    dump_num(&o, (uint64_t)getpid(), 10, 0);
+    out_str(&o, ".tmp.");
+    out_num(&o, (uint64_t)getpid(), 10, 0);
     memcpy(tmp, o.buf, o.n);
     tmp[o.n] = 0;
     o.n = 0;
@@ -205,11 +164,12 @@ HAK_COLD int prof_dump(const char *path)
     write_samples(&o);
     prof_unlock();
     write_maps(&o);
-    dump_flush(&o);
+    out_flush(&o);
     if (!o.err && !named) {
-        struct dump_out p = { .n = 0 };
-        dump_str(&p, "/proc/self/fd/");
-        dump_num(&p, (uint64_t)o.fd, 10, 0);
+        char pbuf[64];
+        struct out p = OUT_INIT(pbuf, -1);
+        out_str(&p, "/proc/self/fd/");
+        out_num(&p, (uint64_t)o.fd, 10, 0);
         memcpy(proc, p.buf, p.n);
         proc[p.n] = 0;
         unlink(tmp);
@@ -231,7 +191,7 @@ HAK_COLD int prof_dump(const char *path)
 }
 
 /* Bytes with a binary prefix and one decimal, as the leak report prints them. */
-static void dump_bytes(struct dump_out *o, double b)
+static void dump_bytes(struct out *o, double b)
 {
     static const char *unit[] = { " B", " KiB", " MiB", " GiB", " TiB" };
     unsigned u = 0;
@@ -240,34 +200,34 @@ static void dump_bytes(struct dump_out *o, double b)
         u++;
     }
     uint64_t tenths = (uint64_t)(b * 10.0 + 0.5);
-    dump_num(o, tenths / 10, 10, 0);
+    out_num(o, tenths / 10, 10, 0);
     if (u > 0) {
-        dump_str(o, ".");
-        dump_num(o, tenths % 10, 10, 0);
+        out_str(o, ".");
+        out_num(o, tenths % 10, 10, 0);
     }
-    dump_str(o, unit[u]);
+    out_str(o, unit[u]);
 }
 
-static void dump_frame(struct dump_out *o, uintptr_t pc)
+static void dump_frame(struct out *o, uintptr_t pc)
 {
     Dl_info di;
-    dump_str(o, "hakmem:     0x");
-    dump_num(o, pc, 16, 0);
+    out_str(o, "hakmem:     0x");
+    out_num(o, pc, 16, 0);
     /* pc - 1: a return address may be the first byte of the next function */
     if (dladdr((void *)(pc - 1), &di) && di.dli_fname) {
         if (di.dli_sname) {
-            dump_str(o, " ");
-            dump_str(o, di.dli_sname);
-            dump_str(o, "+0x");
-            dump_num(o, pc - (uintptr_t)di.dli_saddr, 16, 0);
+            out_str(o, " ");
+            out_str(o, di.dli_sname);
+            out_str(o, "+0x");
+            out_num(o, pc - (uintptr_t)di.dli_saddr, 16, 0);
         }
-        dump_str(o, " (");
-        dump_str(o, di.dli_fname);
-        dump_str(o, " +0x");
-        dump_num(o, pc - (uintptr_t)di.dli_fbase, 16, 0);
-        dump_str(o, ")");
+        out_str(o, " (");
+        out_str(o, di.dli_fname);
+        out_str(o, " +0x");
+        out_num(o, pc - (uintptr_t)di.dli_fbase, 16, 0);
+        out_str(o, ")");
     }
-    dump_str(o, "\n");
+    out_str(o, "\n");
 }
 
 #define LEAK_TOP 8
@@ -284,7 +244,8 @@ HAK_COLD void prof_leak_report(int fd)
     unsigned ntop = 0;
     double total = 0, blocks = 0;
     uint64_t samples = 0;
-    struct dump_out o = { .fd = fd };
+    char buf[DUMP_BUF];
+    struct out o = OUT_INIT(buf, fd);
     if (!prof_active())
         return;
     /* Copied out under the lock; named after it, as dladdr takes the loader's lock, which
@@ -317,27 +278,27 @@ HAK_COLD void prof_leak_report(int fd)
     }
     size_t rate = prof_tab.rate;
     prof_unlock();
-    dump_str(&o, "hakmem: leak report: ~");
+    out_str(&o, "hakmem: leak report: ~");
     dump_bytes(&o, total);
-    dump_str(&o, " in ~");
-    dump_num(&o, (uint64_t)(blocks + 0.5), 10, 0);
-    dump_str(&o, " blocks still live at exit, estimated from ");
-    dump_num(&o, samples, 10, 0);
-    dump_str(&o, " sampled blocks (one per ");
+    out_str(&o, " in ~");
+    out_num(&o, (uint64_t)(blocks + 0.5), 10, 0);
+    out_str(&o, " blocks still live at exit, estimated from ");
+    out_num(&o, samples, 10, 0);
+    out_str(&o, " sampled blocks (one per ");
     dump_bytes(&o, (double)rate);
-    dump_str(&o, " allocated)\n");
+    out_str(&o, " allocated)\n");
     for (unsigned i = 0; i < ntop; i++) {
-        dump_str(&o, "hakmem: #");
-        dump_num(&o, i + 1, 10, 0);
-        dump_str(&o, " ~");
+        out_str(&o, "hakmem: #");
+        out_num(&o, i + 1, 10, 0);
+        out_str(&o, " ~");
         dump_bytes(&o, top[i].bytes);
-        dump_str(&o, " in ~");
-        dump_num(&o, (uint64_t)(top[i].blocks + 0.5), 10, 0);
-        dump_str(&o, " blocks (");
-        dump_num(&o, top[i].samples, 10, 0);
-        dump_str(&o, top[i].samples == 1 ? " sample), allocated at:\n" : " samples), allocated at:\n");
+        out_str(&o, " in ~");
+        out_num(&o, (uint64_t)(top[i].blocks + 0.5), 10, 0);
+        out_str(&o, " blocks (");
+        out_num(&o, top[i].samples, 10, 0);
+        out_str(&o, top[i].samples == 1 ? " sample), allocated at:\n" : " samples), allocated at:\n");
         for (unsigned f = 0; f < top[i].depth; f++)
             dump_frame(&o, top[i].pcs[f]);
     }
-    dump_flush(&o);
+    out_flush(&o);
 }

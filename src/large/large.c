@@ -75,19 +75,35 @@ static size_t large_fill(uintptr_t dst, size_t need)
     return done;
 }
 
+/* The budget holds again once an allocation has had its pick of the free ranges
+ * (large_free leaves the block it freed last past it). */
+static void large_trim_to_cap(void)
+{
+    struct lrange drop[LCACHE_MAX + 1];
+    pthread_mutex_lock(&large_mutex);
+    unsigned nd = lcache_trim(large_cap(), drop);
+    large_mutex_release();
+    large_unmap_all(drop, nd);
+}
+
 /* The pages for a block of len bytes at `align`, preferring pages a freed block left
  * resident: the best-fitting free range, else the largest one grown by mremap with the
  * other ranges' pages moved into its new tail (only what they cannot cover faults), else
- * a fresh mapping.  *dirty: leading bytes that may hold old data. */
+ * a fresh mapping.  *dirty: leading bytes that may hold old data.  The cache is trimmed
+ * to its budget after. */
 static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty)
 {
-    struct lrange grow;
+    struct lrange grow, drop[LCACHE_MAX + 1];
     int found, growing = 0;
+    unsigned nd = 0;
     pthread_mutex_lock(&large_mutex);
     found = lcache_take(len, align, s);
     if (!found && align <= OS_PAGE)
         growing = lcache_take_largest(&grow);
+    if (!growing)
+        nd = lcache_trim(large_cap(), drop);
     large_mutex_release();
+    large_unmap_all(drop, nd);
     if (found) {
         *dirty = s->len;
         return 1;
@@ -102,6 +118,7 @@ static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty
             s->base = (uintptr_t)q;
             s->len = len;
             *dirty = grow.len + large_fill((uintptr_t)q + grow.len, len - grow.len);
+            large_trim_to_cap();
             return 1;
         }
         large_release(grow);
@@ -202,6 +219,9 @@ HAK_COLD int large_free(void *p, const char *call)
     if (e) {
         b = *e;
         struct lrange s = { e->base, e->maplen };
+        /* The block freed last stays past the budget, by at most itself, until the next
+         * allocation has had its pick: a program replacing a huge buffer (free, then
+         * allocate) gets the pages it just freed however full the cache was. */
         size_t cap = large_cap();
         stats_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
@@ -209,8 +229,8 @@ HAK_COLD int large_free(void *p, const char *call)
             ;                           /* back to the arenas below, outside this lock */
         else if (s.len > cap / 2)       /* a block this big would flush the whole budget */
             drop[nd++] = s;
-        else
-            nd = lcache_put(s, cap, drop);
+        else                            /* kept whole, the others trimmed to the budget */
+            nd = lcache_put(s, cap + s.len, drop);
     } else {
         in_cache = lcache_contains((uintptr_t)p);
     }

@@ -72,8 +72,8 @@ _Static_assert(SPAN_PURGED_OFF % 8 == 0 && SPAN_PURGED_OFF + 32 <= SPAN_BLOCKS_O
 
 struct span_node {
     struct span_node *next, *prev;
-    uint32_t end;                    /* the run's last granule: where its links are says
-                                        no more for links in the header */
+    uint32_t end;                    /* the run's last granule (where links in the header
+                                        lie gives it only to within four, for alignment) */
     uint32_t unused;
 };
 

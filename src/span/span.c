@@ -131,7 +131,7 @@ HAK_INLINE uint32_t node_run_end(struct region *r, struct span_node *x)
         return UINT32_MAX;
     uint32_t n = span_len(r)[e];
     if (unlikely(n < SPAN_LINK_MIN || n > e + 1 - SPAN_FIRST || run_node(r, e + 1 - n, n) != x
-                 || tag_get(r, e + 1 - n) != TAG_FREE || (n > 1 && tag_get(r, e) != TAG_FEND)))
+                 || tag_get(r, e + 1 - n) != TAG_FREE || tag_get(r, e) != TAG_FEND))
         return UINT32_MAX;
     return e;
 }

@@ -172,7 +172,9 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
             taken += f;
             pthread_mutex_unlock(&sparse_mutex);
             unsigned pages, n = region_free_pages(r, iov, SPARSE_IOV, &pages);
-            if (n)
+            if (n && p->purge_sparse_lazy)
+                os_purge_lazy(iov, n);
+            else if (n)
                 os_purge_many(iov, n, batched);
             atomic_store_explicit(&r->hold, REGION_HOLD_FREE, memory_order_release);
             if (pages)

@@ -167,6 +167,31 @@ HAK_COLD void os_purge_many(struct iovec *v, unsigned n, int batched)
     errno = e;
 }
 
+/* 0 once the kernel has refused MADV_FREE (before 4.5) */
+static _Atomic int os_free_ok = 1;
+
+HAK_COLD void os_purge_lazy(struct iovec *v, unsigned n)
+{
+    if (!atomic_load_explicit(&os_free_ok, memory_order_relaxed)) {
+        os_purge_many(v, n, 0);
+        return;
+    }
+    int e = errno;
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++) {
+        total += v[i].iov_len;
+        if (madvise(v[i].iov_base, v[i].iov_len, MADV_FREE) != 0 && errno == EINVAL) {
+            atomic_store_explicit(&os_free_ok, 0, memory_order_relaxed);
+            errno = e;
+            os_purge_many(v + i, n - i, 0);
+            atomic_fetch_add_explicit(&os_purged, total - v[i].iov_len, memory_order_relaxed);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&os_purged, total, memory_order_relaxed);
+    errno = e;
+}
+
 HAK_COLD void os_advise_huge(void *p, size_t size)
 {
     int e = errno;

@@ -17,6 +17,9 @@ void  os_purge(void *p, size_t size);            /* give the pages back; they re
 /* os_purge of n extents; `batched` (Phase 95): in one process_madvise call, so the kernel
  * flushes the TLB once for all of them (one madvise each where the kernel refuses). */
 void  os_purge_many(struct iovec *v, unsigned n, int batched);
+/* The same with MADV_FREE: the kernel takes the pages only when it wants memory, and until
+ * then they keep what they held (MADV_DONTNEED where the kernel has no MADV_FREE). */
+void  os_purge_lazy(struct iovec *v, unsigned n);
 /* Faults the (zero) pages of [p, p+size) in with one call: each page the program then
  * touches costs no page fault (a tenth of one on a shadow-paging guest). */
 void  os_populate(void *p, size_t size);

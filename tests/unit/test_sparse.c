@@ -3,6 +3,7 @@
 #include <check.h>
 #include "check_run.h"
 #include <malloc.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -186,6 +187,20 @@ START_TEST(test_idle_other_thread)
 }
 END_TEST
 
+/* The kernel's count of pages given back with MADV_FREE and not reclaimed yet. */
+static size_t lazy_free_bytes(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[128];
+    size_t kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "LazyFree: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb << 10;
+}
+
 /* Blocks handed out over pages malloc_trim gave back: calloc's read as zero, malloc's
  * can be written and freed (a hardened build checks their canaries then), and the pages
  * count as faulted in again. */
@@ -206,6 +221,8 @@ static void check_reuse(size_t size, unsigned n)
     hak_totals_get(&before);
     if (HAK_PHASE101 && policy_now()->phase101)
         ck_assert_uint_gt(before.sparse_out, 0);
+    if (HAK_PHASE101 && policy_now()->phase101 && policy_now()->purge_sparse_lazy)
+        ck_assert_uint_gt(lazy_free_bytes(), 0);           /* MADV_FREE, not MADV_DONTNEED */
     for (unsigned i = 0; i < n; i++) {
         if (i % 97 == 0)
             continue;

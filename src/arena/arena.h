@@ -24,11 +24,14 @@ struct region *arena_span_adopt(struct heap *h, uint32_t want);
 /* A free into a region or span without an owner is made holding this lock, so that r is
  * neither adopted nor released meanwhile.  arena_abandoned_listed: r is on an abandoned
  * list (read before the free); arena_abandoned_freed: the free was the first pending since
- * r was last collected, so a listed r without room may have some now. */
+ * r was last collected, so a listed r without room may have some now;
+ * arena_abandoned_release_empty: a listed tiny r whose every block has come home by its
+ * tag goes back to the arenas at once (1), where it waited for an adopter. */
 void  arena_abandoned_lock(void);
 void  arena_abandoned_unlock(void);
 int   arena_abandoned_listed(struct region *r);
 void  arena_abandoned_freed(struct region *r);
+int   arena_abandoned_release_empty(struct region *r);
 /* ... and extents of chunks for large blocks (no region header; the caller keeps the map) */
 uintptr_t arena_chunks_take(unsigned chunks, int *clean);
 void  arena_chunks_release(uintptr_t a, unsigned chunks);

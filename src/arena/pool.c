@@ -435,6 +435,21 @@ HAK_COLD void arena_abandoned_freed(struct region *r)
     }
 }
 
+/* Under the lock.  No one else counts r's blocks meanwhile: adopters unlink it under the
+ * lock first, and a free racing the abandonment (before r is listed) is not taken here.
+ * A free still on its way from before the abandonment has counted its block in `used`
+ * and not yet in remote_home, so r is not empty to this check until it has. */
+HAK_COLD int arena_abandoned_release_empty(struct region *r)
+{
+    if (r->cls >= HAK_NTINY || !arena_abandoned_listed(r)
+        || atomic_load_explicit(&r->remote, memory_order_relaxed) != NULL
+        || atomic_load_explicit(&r->remote_home, memory_order_relaxed) != r->used)
+        return 0;
+    abandoned_unlink(r);
+    arena_region_release(r);
+    return 1;
+}
+
 HAK_COLD struct region *arena_region_adopt(unsigned cls, struct heap *h)
 {
     if (__atomic_load_n(&abandoned_room[cls], __ATOMIC_RELAXED) == NULL)

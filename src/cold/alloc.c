@@ -120,14 +120,17 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
     }
     /* An abandoned region or span (no owner): the free is made under the abandoned lock, so
      * r can be neither adopted nor released meanwhile, and if r is listed its list may
-     * follow the free (one without room may have some now).  r is not touched after the
-     * free otherwise: an adopter may collect it, empty and release r at once. */
+     * follow the free (one without room may have some now), or, its last block back, r
+     * goes.  r is not touched after the free otherwise: an adopter may collect it, empty
+     * and release r at once. */
     int first;
     if (atomic_load(&r->owner) == NULL) {
         arena_abandoned_lock();
         int listed = arena_abandoned_listed(r);
         first = remote_push(r, p, t, cls, span);
-        if (first > 0 && listed)
+        if (first >= 0 && arena_abandoned_release_empty(r))
+            first = 0;                      /* its last block: r is gone, no owner to tell */
+        else if (first > 0 && listed)
             arena_abandoned_freed(r);
         arena_abandoned_unlock();
     } else {

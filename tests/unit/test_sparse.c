@@ -350,6 +350,37 @@ START_TEST(test_trim_takes_other_threads_frees)
 }
 END_TEST
 
+/* A thread that exits leaving tiny blocks: its regions wait without an owner, and the free
+ * of the last block of each sends it back to the arenas (it waited for an adopter). */
+static void *alloc_and_exit(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < TRIM_N; i++) {
+        trim_blocks[i] = hak_malloc(48);
+        ck_assert_ptr_nonnull(trim_blocks[i]);
+    }
+    return NULL;
+}
+
+START_TEST(test_abandoned_region_released_by_last_free)
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, alloc_and_exit, NULL), 0);
+    pthread_join(t, NULL);
+    struct hak_totals before, after;
+    hak_totals_get(&before);
+    for (unsigned i = 0; i < TRIM_N; i++)
+        hak_free(trim_blocks[i]);
+    hak_totals_get(&after);
+    /* 40,000 blocks of 48 B: 30 regions of 64 KiB, all of them empty and gone */
+    ck_assert_uint_ge(before.in_use, TRIM_N * 48);
+    ck_assert_msg(after.in_use < before.in_use / 10, "%llu of %llu bytes still in regions",
+                  (unsigned long long)after.in_use, (unsigned long long)before.in_use);
+    char report[256];                                       /* a second free is refused */
+    ck_assert_ptr_nonnull(strstr(hak_free_reported(trim_blocks[0], report, sizeof report), "hakmem: free("));
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sparse");
@@ -359,6 +390,7 @@ int main(void)
     tcase_set_timeout(reuse, 60);
     tcase_add_test(busy, test_trim_while_busy);
     tcase_add_test(busy, test_trim_takes_other_threads_frees);
+    tcase_add_test(busy, test_abandoned_region_released_by_last_free);
     tcase_set_timeout(busy, 60);
     tcase_add_test(idle, test_idle_mixed);
     tcase_add_test(idle, test_idle_every_class);

@@ -376,8 +376,6 @@ START_TEST(test_abandoned_region_released_by_last_free)
     ck_assert_uint_ge(before.in_use, TRIM_N * 48);
     ck_assert_msg(after.in_use < before.in_use / 10, "%llu of %llu bytes still in regions",
                   (unsigned long long)after.in_use, (unsigned long long)before.in_use);
-    char report[256];                                       /* a second free is refused */
-    ck_assert_ptr_nonnull(strstr(hak_free_reported(trim_blocks[0], report, sizeof report), "hakmem: free("));
 }
 END_TEST
 

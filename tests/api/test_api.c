@@ -5,6 +5,7 @@
 #include "check_run.h"
 #include "config.h"
 #include "hakmem.h"
+#include "testutil.h"
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -369,24 +370,21 @@ static void assert_freed(void *p, const char *what, size_t size)
     char mode[32] = "", out[1024];
     ck_assert_int_eq(hak_policy_get("safety.on_misuse", mode, sizeof mode, NULL, 0), 0);
     int abort_expected = strcmp(mode, "abort") == 0;
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
+    int fd;
+    pid_t pid = fork_piped(&fd);
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 2);                 /* the report goes into the pipe */
+        dup2(fd, 2);                    /* the report goes into the pipe */
         size_t u = hak_malloc_usable_size(p);
-        dprintf(fd[1], "usable=%zu\n", u);
+        dprintf(fd, "usable=%zu\n", u);
         _exit(0);
     }
-    close(fd[1]);
     size_t n = 0;
     ssize_t r;
-    while (n < sizeof out - 1 && (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0)
+    while (n < sizeof out - 1 && (r = read(fd, out + n, sizeof out - 1 - n)) > 0)
         n += (size_t)r;
     out[n] = 0;
-    close(fd[0]);
+    close(fd);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert_msg(strstr(out, "hakmem: malloc_usable_size(") != NULL,

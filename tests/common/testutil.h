@@ -11,6 +11,24 @@
 #include <unistd.h>
 #include "hakmem.h"
 
+/* A child with a pipe to its parent: 0 in the child, *fd the pipe's write end; the child's
+ * pid in the parent, *fd its read end; -1 if the pipe or the fork failed. */
+static inline pid_t fork_piped(int *fd)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    close(p[pid == 0 ? 0 : 1]);
+    *fd = p[pid == 0 ? 1 : 0];
+    return pid;
+}
+
 /* Redirects fd 2 into a temporary file until stderr_capture_end(). */
 struct capture {
     int saved;

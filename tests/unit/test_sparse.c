@@ -130,19 +130,16 @@ static struct result run_shape(const struct allocator *a, enum shape s, unsigned
  * keeps the other's pages. */
 static struct result run_child(const struct allocator *a, enum shape s, unsigned idle_ms, size_t idle_goal)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
+    int fd;
+    pid_t pid = fork_piped(&fd);
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        close(fd[0]);
         struct result r = run_shape(a, s, idle_ms, idle_goal);
-        _exit(write(fd[1], &r, sizeof r) == sizeof r ? 0 : 1);
+        _exit(write(fd, &r, sizeof r) == sizeof r ? 0 : 1);
     }
-    close(fd[1]);
     struct result r;
-    ck_assert_int_eq(read(fd[0], &r, sizeof r), sizeof r);
-    close(fd[0]);
+    ck_assert_int_eq(read(fd, &r, sizeof r), sizeof r);
+    close(fd);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);

@@ -73,8 +73,11 @@ static int heap_unsample(struct region *r, void *p, uint8_t *t)
 /* Another thread's block: its tag flips atomically, so two racing frees of one block
  * cannot both succeed (a span block's turns TAG_REMOTE, which its owner's merges read as
  * neither free nor mergeable until it collects the block).  1 if it is the first pending
- * since r was last collected, 0 if not, -1 after reporting a double free. */
-static int remote_push(struct region *r, void *p, uint8_t *t, unsigned cls, int span)
+ * since r was last collected, 0 if not, -1 after reporting a double free.  *owner: r's
+ * owner, read while the block still counts as in use: once it is pushed, the last free
+ * may release r and its chunks become any block's, so r is not read after. */
+static int remote_push(struct region *r, void *p, uint8_t *t, unsigned cls, int span,
+                       struct heap **owner)
 {
     uint8_t expect = r->live_tag;
     /* Phase 97: a tiny block goes home by its tag and a count, so neither this thread nor
@@ -87,6 +90,9 @@ static int remote_push(struct region *r, void *p, uint8_t *t, unsigned cls, int 
         return -1;
     }
     stats_remote_free(span ? class_of_size(span_block_size(r, p)) : cls);
+    /* Acquire: the owner may be a heap just mapped by the thread that adopted r (its
+     * seq_cst store of owner publishes the heap). */
+    *owner = atomic_load_explicit(&r->owner, memory_order_acquire);
     if (home)
         return atomic_fetch_add(&r->remote_home, 1) == 0;
     void *head = atomic_load_explicit(&r->remote, memory_order_relaxed);
@@ -124,26 +130,22 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
      * goes.  r is not touched after the free otherwise: an adopter may collect it, empty
      * and release r at once. */
     int first;
+    struct heap *o = NULL;
     if (atomic_load(&r->owner) == NULL) {
         arena_abandoned_lock();
         int listed = arena_abandoned_listed(r);
-        first = remote_push(r, p, t, cls, span);
+        first = remote_push(r, p, t, cls, span, &o);
         if (first >= 0 && arena_abandoned_release_empty(r))
             first = 0;                      /* its last block: r is gone, no owner to tell */
         else if (first > 0 && listed)
             arena_abandoned_freed(r);
         arena_abandoned_unlock();
     } else {
-        first = remote_push(r, p, t, cls, span);
+        first = remote_push(r, p, t, cls, span, &o);
     }
-    if (first <= 0)
-        return;
     /* The first pending block tells the owner's refill to look (heaps are never unmapped,
-     * so a store into one that just let r go is only a wasted scan).  Acquire: the owner
-     * may be a heap just mapped by the thread that adopted r (its seq_cst store of owner
-     * publishes the heap). */
-    struct heap *o = atomic_load_explicit(&r->owner, memory_order_acquire);
-    if (o != NULL) {
+     * so a store into one that has let r go since is only a wasted scan). */
+    if (first > 0 && o != NULL) {
         if (span)
             atomic_store(&o->span_remote, 1);
         else

@@ -7,6 +7,8 @@
  *  - short-lived:       1280 threads; blocks outlive their thread and are freed by
  *                       main / by threads of the next batch (abandoned regions)
  *  - realloc:           concurrent grow/shrink 1 B .. 2 MiB, contents preserved
+ *  - abandoned release: an exited thread's blocks freed by two threads at once while
+ *                       the released regions' chunks become large blocks
  *  - fork:              fork while another thread allocates; children allocate
  *  - fork-mt:           several threads fork at once while others allocate
  *  - fork-churn:        fork while other threads are being created and exit
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -662,6 +665,114 @@ START_TEST(test_concurrent_realloc)
 }
 END_TEST
 
+/* ------------------------------------------- abandoned regions released by a free */
+
+/* Two threads free an exited thread's blocks at once: one the first block of each region
+ * (the first pending free there), the other all the rest (whose last releases the region),
+ * while two more take the chunks for large blocks filled with 0xff.  The first free must
+ * not read its region after its push: by then it may be a large block's bytes (such a free
+ * read 0xff.. as the owner to tell, and crashed about one run of 1000 rounds in five). */
+#define AR_BLOCKS  32768
+#define AR_ROUNDS  1000
+#define AR_SEC     3.0
+
+static void *ar_blk[AR_BLOCKS];
+static char ar_first[AR_BLOCKS];
+static atomic_int ar_round, ar_started, ar_done, ar_stop;
+static atomic_long ar_bad;
+
+static void *ar_alloc(void *arg)
+{
+    (void)arg;
+    for (uintptr_t i = 0; i < AR_BLOCKS; i++) {
+        ar_blk[i] = malloc(48);
+        if (ar_blk[i] != NULL)
+            *(uintptr_t *)ar_blk[i] = i;
+    }
+    return NULL;
+}
+
+static void *ar_freer(void *arg)
+{
+    int firsts = arg == NULL, seen = 0;
+    for (;;) {
+        int r;
+        while ((r = atomic_load(&ar_round)) == seen && !atomic_load(&ar_stop))
+            sched_yield();
+        if (atomic_load(&ar_stop))
+            return NULL;
+        seen = r;
+        if (firsts)
+            atomic_store(&ar_started, 1);
+        else
+            while (!atomic_load(&ar_started))
+                ;
+        long bad = 0;
+        for (uintptr_t i = 0; i < AR_BLOCKS; i++) {
+            if (ar_blk[i] == NULL) {
+                bad++;
+            } else if (ar_first[i] == firsts) {
+                bad += *(uintptr_t *)ar_blk[i] != i;
+                free(ar_blk[i]);
+            }
+        }
+        if (bad)
+            atomic_fetch_add(&ar_bad, bad);
+        atomic_fetch_add(&ar_done, 1);
+    }
+}
+
+static void *ar_large(void *arg)
+{
+    uint64_t rng = (uintptr_t)arg | 1;
+    char *held[8] = {0};
+    for (unsigned k = 0; !atomic_load(&ar_stop); k++) {
+        size_t n = 256 * KiB + (rng_next(&rng) % 4) * 64 * KiB + 100;
+        free(held[k % 8]);
+        held[k % 8] = malloc(n);
+        if (held[k % 8] != NULL)
+            memset(held[k % 8], 0xff, n);
+    }
+    for (int i = 0; i < 8; i++)
+        free(held[i]);
+    return NULL;
+}
+
+START_TEST(test_abandoned_region_released_under_a_free)
+{
+    pthread_t fr[2], lg[2];
+    atomic_store(&ar_stop, 0);
+    atomic_store(&ar_round, 0);
+    cap_begin();
+    for (uintptr_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_create(&fr[i], NULL, ar_freer, i ? (void *)1 : NULL), 0);
+        ck_assert_int_eq(pthread_create(&lg[i], NULL, ar_large, (void *)(i + 1)), 0);
+    }
+    double end = now_sec() + AR_SEC;
+    int rounds = 0;
+    while (rounds < AR_ROUNDS && now_sec() < end) {
+        pthread_t a;
+        ck_assert_int_eq(pthread_create(&a, NULL, ar_alloc, NULL), 0);
+        ck_assert_int_eq(pthread_join(a, NULL), 0);
+        for (int i = 0; i < AR_BLOCKS; i++)
+            ar_first[i] = i == 0 || ((uintptr_t)ar_blk[i] >> 16) != ((uintptr_t)ar_blk[i - 1] >> 16);
+        atomic_store(&ar_started, 0);
+        atomic_store(&ar_done, 0);
+        atomic_store(&ar_round, ++rounds);          /* publishes the blocks and marks */
+        while (atomic_load(&ar_done) < 2)
+            sched_yield();
+    }
+    atomic_store(&ar_stop, 1);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_join(fr[i], NULL), 0);
+        ck_assert_int_eq(pthread_join(lg[i], NULL), 0);
+    }
+    ck_assert_int_eq(cap_end(), 0);
+    ck_assert_int_eq(atomic_load(&ar_bad), 0);
+    ck_assert_int_gt(rounds, 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ 4/5. fork */
 
 /* A fork child's bound (deadlock detection), times CK_TIMEOUT_MULTIPLIER (as Check's own
@@ -1130,6 +1241,11 @@ static Suite *threads_suite(void)
     tc = tcase_create("realloc");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_concurrent_realloc);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("abandoned_release");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_abandoned_region_released_under_a_free);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("fork");

@@ -45,6 +45,7 @@ static void heap_setup(struct heap *h)
     heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
     heap_rcache_rebuild(h);
+    heap_refill_reset(h);
     for (unsigned c = 0; c < HAK_NCLASSES; c++)
         h->lists[c].max = class_table[c].cache_max;
 }

@@ -418,9 +418,13 @@ void policy_snapshot_build(struct policy_snapshot *s)
 #undef POLICY_SNAP_0
     s->table91_max = s->phase91 ? HAK_TINY_MAX : 0;
 #if HAK_PHASE91
-    for (size_t i = 0; i < ROUTE91_ENTRIES; i++) {
-        unsigned cls = class_of_size(i);
-        __atomic_store_n(&s->table91[i], (uint8_t)TAG_LIVE(cls), __ATOMIC_RELAXED);
+    /* Sizes above the class before up to a class's size are its (class_of_size, which a
+     * new thread's heap would otherwise run once per size) */
+    size_t n = 0;
+    for (unsigned c = 0; c < HAK_NTINY; c++) {
+        uint8_t tag = (uint8_t)TAG_LIVE(c);
+        for (size_t end = class_size(c); n <= end; n++)
+            __atomic_store_n(&s->table91[n], tag, __ATOMIC_RELAXED);
     }
 #endif
 }

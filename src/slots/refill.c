@@ -150,6 +150,23 @@ static unsigned heap_refill(struct heap *h, unsigned cls, void **out, unsigned w
     return region_take(s, out, want);
 }
 
+/* How many blocks this refill takes: half the cache, once the class has been refilled
+ * enough times for that to pay (struct heap's refill_want). */
+static unsigned refill_want(struct heap *h, unsigned cls, unsigned max)
+{
+    unsigned w = h->refill_want[cls];
+    if (w >= max)
+        return max ? max : 1;
+    h->refill_want[cls] = (uint16_t)(2 * w);
+    return w;
+}
+
+void heap_refill_reset(struct heap *h)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+        h->refill_want[c] = REFILL_START;
+}
+
 HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
 {
     void *buf[HAK_SLOTS_CAP_MAX > 256 ? HAK_SLOTS_CAP_MAX : 256];
@@ -165,7 +182,7 @@ HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
             OBS_INC(h, refills, cls);
             heap_obs_sync(h);
             unsigned cap = slots_cap(h, cls);
-            unsigned want = cap / 2 ? cap / 2 : 1;
+            unsigned want = refill_want(h, cls, cap / 2);
             /* Straight into the empty slots, the last block taken on top: a carve puts
              * the lowest address there (region_take), so fresh blocks pop in address order. */
             void **s = *top;
@@ -185,7 +202,7 @@ HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
         } else {
             OBS_INC(h, refills, cls);
             heap_obs_sync(h);
-            unsigned want = l->max / 2 ? l->max / 2 : 1;
+            unsigned want = refill_want(h, cls, l->max / 2);
             unsigned n = heap_refill(h, cls, buf, want);
             if (n == 0)
                 goto oom;

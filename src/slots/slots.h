@@ -54,6 +54,7 @@ struct heap_obs {
 };
 
 #define RCACHE_SIZE 256
+#define REFILL_START 4      /* blocks a heap's first refill of a class takes (slow start) */
 #define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
 
 /* What a free needs of a cached region besides its tags, so it never reads the header.
@@ -85,6 +86,10 @@ struct heap {
     struct rcache_info rinfo[RCACHE_SIZE];
 #endif
     struct class_regions regions[HAK_NCLASSES];
+    /* Slow start: how many blocks the class's next refill takes, doubling from
+     * REFILL_START up to half its cache, so that a thread that allocates a few blocks of
+     * a class and exits neither searches a region for more nor puts the rest back. */
+    uint16_t refill_want[HAK_NCLASSES];
     struct span_heap span;
     uint64_t empty_cur;              /* mid classes whose current region emptied (a hint) */
     struct heap *next_heap;          /* all heaps, for fork and reuse */
@@ -224,6 +229,7 @@ void  heap_region_emptied(struct heap *h, struct region *r);
 void  heap_flush_class(struct heap *h, unsigned cls);        /* every cached block of cls home */
 void  heap_flush(struct heap *h);                            /* ... of every class */
 void  heap_rcache_rebuild(struct heap *h);
+void  heap_refill_reset(struct heap *h);             /* a new thread's refills start small */
 void  heap_regions_release(struct heap *h);                  /* thread exit: every region on */
 void  heap_collect_remote(struct heap *h);                   /* malloc_trim: other threads' frees in */
 

@@ -1,6 +1,6 @@
 /* Unit tests of the per-thread caches: inline slots push/pop LIFO, a free into full slots
- * goes straight back to its region, an empty cache refills half its capacity; lists
- * spill half when full. */
+ * goes straight back to its region, an empty cache refills (a few blocks at first, then
+ * half its capacity); lists spill half when full. */
 #include <check.h>
 #include "check_run.h"
 #include <stdlib.h>
@@ -35,20 +35,27 @@ START_TEST(test_slots_lifo)
 }
 END_TEST
 
-START_TEST(test_slots_refill_half)
+START_TEST(test_slots_refill_slow_start)
 {
+    /* A heap's first refill of a class takes REFILL_START blocks, each next one twice as
+     * many, up to half the cache, which every refill after takes. */
     struct heap *h = heap_now();
-    unsigned c = class_of_size(700);
+    unsigned c = class_of_size(100);
     unsigned cap = slots_cap(h, c);
     void *keep[1024];
-    unsigned n = 0;
-    while (slots_count(h, c))                   /* drain the cache */
-        keep[n++] = hak_malloc(700);
-    void *p = hak_malloc(700);       /* miss: refill cap/2, hand one out */
-    ck_assert_ptr_nonnull(p);
-    ck_assert_uint_eq(slots_count(h, c), cap / 2 - 1);
+    unsigned n = 0, want = REFILL_START;
+    ck_assert_uint_eq(slots_count(h, c), 0);
+    for (int refill = 0; refill < 6; refill++) {
+        while (slots_count(h, c))               /* drain the cache */
+            keep[n++] = hak_malloc(100);
+        keep[n++] = hak_malloc(100);            /* miss: refill, hand one out */
+        ck_assert_ptr_nonnull(keep[n - 1]);
+        ck_assert_uint_eq(slots_count(h, c), want - 1);
+        want = 2 * want < cap / 2 ? 2 * want : cap / 2;
+    }
+    ck_assert_uint_eq(want, cap / 2);
     /* refilled blocks pop in address order within a fresh region */
-    void *q = hak_malloc(700);
+    void *p = hak_malloc(100), *q = hak_malloc(100);
     ck_assert_ptr_eq(q, (char *)p + class_size(c));
     hak_free(q);
     hak_free(p);
@@ -162,7 +169,7 @@ int main(void)
     TCase *tc = tcase_create("slots");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_slots_lifo);
-    tcase_add_test(tc, test_slots_refill_half);
+    tcase_add_test(tc, test_slots_refill_slow_start);
     tcase_add_test(tc, test_slots_overflow_to_region);
     tcase_add_test(tc, test_list_route_bounded);
     tcase_add_test(tc, test_mid_route_list);

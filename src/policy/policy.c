@@ -419,12 +419,13 @@ void policy_snapshot_build(struct policy_snapshot *s)
     s->table91_max = s->phase91 ? HAK_TINY_MAX : 0;
 #if HAK_PHASE91
     /* Sizes above the class before up to a class's size are its (class_of_size, which a
-     * new thread's heap would otherwise run once per size) */
+     * new thread's heap would otherwise run once per size).  Plain stores: a heap's
+     * snapshot is built under the heap lock, which publishers hold to write it too. */
     size_t n = 0;
     for (unsigned c = 0; c < HAK_NTINY; c++) {
-        uint8_t tag = (uint8_t)TAG_LIVE(c);
-        for (size_t end = class_size(c); n <= end; n++)
-            __atomic_store_n(&s->table91[n], tag, __ATOMIC_RELAXED);
+        size_t end = class_size(c) + 1;
+        memset(s->table91 + n, TAG_LIVE(c), end - n);
+        n = end;
     }
 #endif
 }

@@ -45,9 +45,10 @@ static void heap_setup(struct heap *h)
     heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
     heap_rcache_rebuild(h);
-    heap_refill_reset(h);
-    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
         h->lists[c].max = class_table[c].cache_max;
+        h->refill_want[c] = REFILL_START;   /* a new thread's refills start small */
+    }
 }
 
 /* Every live heap misses on its next malloc or free and rebuilds its snapshot. */

@@ -161,12 +161,6 @@ static unsigned refill_want(struct heap *h, unsigned cls, unsigned max)
     return w;
 }
 
-void heap_refill_reset(struct heap *h)
-{
-    for (unsigned c = 0; c < HAK_NCLASSES; c++)
-        h->refill_want[c] = REFILL_START;
-}
-
 HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
 {
     void *buf[HAK_SLOTS_CAP_MAX > 256 ? HAK_SLOTS_CAP_MAX : 256];

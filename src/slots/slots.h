@@ -54,8 +54,8 @@ struct heap_obs {
 };
 
 #define RCACHE_SIZE 256
-#define REFILL_START 4      /* blocks a heap's first refill of a class takes (slow start) */
 #define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
+#define REFILL_START 4      /* blocks a heap's first refill of a class takes (slow start) */
 
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */
@@ -229,7 +229,6 @@ void  heap_region_emptied(struct heap *h, struct region *r);
 void  heap_flush_class(struct heap *h, unsigned cls);        /* every cached block of cls home */
 void  heap_flush(struct heap *h);                            /* ... of every class */
 void  heap_rcache_rebuild(struct heap *h);
-void  heap_refill_reset(struct heap *h);             /* a new thread's refills start small */
 void  heap_regions_release(struct heap *h);                  /* thread exit: every region on */
 void  heap_collect_remote(struct heap *h);                   /* malloc_trim: other threads' frees in */
 

@@ -56,6 +56,10 @@ size_t arena_trim(size_t pad, size_t *left);
  * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up. */
 typedef int (*arena_donor_fn)(uintptr_t dst, size_t len);
 void  arena_set_donor(arena_donor_fn fn);
+/* The other way: a block the layer above maps itself (a huge one) about to fault fresh pages
+ * over [dst, dst + len) takes the resident pages of free chunks instead, which stay free and
+ * read as zero.  Returns the bytes filled from dst on (whole chunks, maybe 0). */
+size_t arena_donate(uintptr_t dst, size_t len);
 
 /* sparse.c (Phase 101): free pages inside live tiny regions and spans given back */
 void   arena_sparse_forget(struct region *r);   /* r, held, is about to leave (region_hold) */

@@ -389,6 +389,19 @@ HAK_COLD unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t re
     return hand_n;
 }
 
+HAK_COLD unsigned arena_donate_collect(struct iovec *out, unsigned max, size_t chunks)
+{
+    size_t want = chunks << HAK_CHUNK_SHIFT;
+    if (resident_free == 0 || max == 0 || want == 0)
+        return 0;
+    hand_out = out;
+    hand_max = max;
+    hand_n = 0;
+    arena_sweep(arena_now_ms(), 0, resident_free > want ? resident_free - want : 0);
+    hand_out = NULL;
+    return hand_n;
+}
+
 HAK_COLD void arena_purge_done(const struct iovec *extents, unsigned n)
 {
     for (unsigned k = 0; k < n; k++) {

@@ -38,6 +38,9 @@ int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, 
  * *age_ms: when none is due yet but some will be, how long until then (else 0). */
 unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t retain, uint32_t delay, uint32_t *age_ms);
 void     arena_purge_done(const struct iovec *extents, unsigned n);
+/* For arena_donate: up to `chunks` free resident chunks, in address order, taken out of the free
+ * ones like the purger's (arena_purge_done gives them back, reading as zero by then). */
+unsigned arena_donate_collect(struct iovec *out, unsigned max, size_t chunks);
 /* In a fork child (no purger there): extents the purger held are free again, maybe resident. */
 void     arena_after_fork_child(void);
 

@@ -78,6 +78,30 @@ void arena_set_donor(arena_donor_fn fn)
     __atomic_store_n(&pool_donor, fn, __ATOMIC_RELEASE);
 }
 
+HAK_COLD size_t arena_donate(uintptr_t dst, size_t len)
+{
+    struct iovec runs[64];
+    if (os_move_keep_refused())
+        return 0;
+    pthread_mutex_lock(&pool_mutex);
+    unsigned n = arena_donate_collect(runs, 64, len >> HAK_CHUNK_SHIFT);
+    pool_unlock();
+    if (n == 0)
+        return 0;
+    /* Out of the free chunks meanwhile: nobody takes them while their pages move. */
+    size_t done = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (os_move_keep(runs[k].iov_base, runs[k].iov_len, (void *)(dst + done)))
+            done += runs[k].iov_len;
+        else                            /* a kernel before 5.13, found out once: purged */
+            os_purge(runs[k].iov_base, runs[k].iov_len);
+    }
+    pthread_mutex_lock(&pool_mutex);
+    arena_purge_done(runs, n);
+    pool_unlock();
+    return done;
+}
+
 /* Phase 96 populates a fresh region only once this much is in use: a small program's
  * regions, most of them barely used, keep faulting in page by page (its RSS stays
  * mimalloc's), while a big heap's few partly used regions are a small share of it. */

@@ -118,6 +118,7 @@ static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty
             s->base = (uintptr_t)q;
             s->len = len;
             *dirty = grow.len + large_fill((uintptr_t)q + grow.len, len - grow.len);
+            *dirty += arena_donate((uintptr_t)q + *dirty, len - *dirty);
             large_trim_to_cap();
             return 1;
         }
@@ -129,7 +130,7 @@ static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty
         return 0;
     s->base = (uintptr_t)m;
     s->len = maplen;
-    *dirty = 0;
+    *dirty = align <= OS_PAGE ? arena_donate((uintptr_t)m, maplen) : 0;
     return 1;
 }
 

@@ -243,3 +243,53 @@ HAK_COLD void os_move_split(void *src, size_t size, void *dst)
     os_move_split(src, half, dst);
     os_move_split((char *)src + half, size - half, (char *)dst + half);
 }
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* Set once a kernel has refused MREMAP_DONTUNMAP: every later call gives up at once. */
+static _Atomic int keep_refused;
+
+static void os_move_keep_piece(char *src, size_t size, char *dst);
+
+/* A range the kernel would not move whole (it crosses kernel mappings): in halves, as
+ * os_move_split; a page still refused is copied, then purged so it reads as zero. */
+static void os_move_keep_halves(char *src, size_t size, char *dst)
+{
+    if (size <= OS_PAGE) {
+        memcpy(dst, src, size);
+        os_purge(src, size);
+        return;
+    }
+    size_t half = (size / 2) & ~(size_t)(OS_PAGE - 1);
+    os_move_keep_piece(src, half, dst);
+    os_move_keep_piece(src + half, size - half, dst + half);
+}
+
+static void os_move_keep_piece(char *src, size_t size, char *dst)
+{
+    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst);
+    if (q != dst)
+        os_move_keep_halves(src, size, dst);
+}
+
+int os_move_keep_refused(void)
+{
+    return atomic_load_explicit(&keep_refused, memory_order_relaxed);
+}
+
+HAK_COLD int os_move_keep(void *src, size_t size, void *dst)
+{
+    if (atomic_load_explicit(&keep_refused, memory_order_relaxed))
+        return 0;
+    int e = errno;
+    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst);
+    int refused = q == MAP_FAILED && errno == EINVAL;   /* the flag, not the range (EFAULT) */
+    if (q != dst && !refused)
+        os_move_keep_halves(src, size, dst);
+    errno = e;
+    if (refused)
+        atomic_store_explicit(&keep_refused, 1, memory_order_relaxed);
+    return !refused;
+}

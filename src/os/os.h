@@ -33,6 +33,11 @@ int   os_move(void *src, size_t size, void *dst);
 /* os_move that cannot fail: a range across kernel mappings is moved in halves until each
  * piece lies in one mapping (a page the kernel still refuses is copied and unmapped). */
 void  os_move_split(void *src, size_t size, void *dst);
+/* Moves the pages of [src, src+size) over [dst, dst+size) as os_move_split does, but src
+ * stays mapped and reads as zero after (MREMAP_DONTUNMAP), so a hole never opens in a
+ * mapping that is cut into chunks.  0 when the kernel cannot (before 5.13): nothing moved. */
+int   os_move_keep(void *src, size_t size, void *dst);
+int   os_move_keep_refused(void);   /* 1 once the kernel has refused it: every call would */
 
 /* Bytes of every mapping made here and not unmapped, and bytes purged since start: relaxed
  * counters bumped beside each system call (the statistics' totals read them). */

@@ -107,6 +107,28 @@ HAK_COLD void os_purge(void *p, size_t size)
     errno = e;
 }
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000    /* Linux 4.17; older headers lack it */
+#endif
+
+HAK_COLD int os_heal(void *p, size_t size, int huge)
+{
+    int e = errno;
+    void *q = mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (q != MAP_FAILED && huge)        /* the flags its neighbours have, or it stays apart */
+        os_advise_huge(p, size);
+    if (q == MAP_FAILED && madvise(p, size, MADV_DONTNEED) != 0) {
+        /* The kernel unmapped the range before it failed: mapped again, unless another
+         * thread's mapping took the hole meanwhile (then nothing may be put there). */
+        void *r = mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (r != MAP_FAILED && r != p)  /* a kernel before 4.17 took the flag for a hint */
+            munmap(r, size);
+    }
+    atomic_fetch_add_explicit(&os_purged, size, memory_order_relaxed);
+    errno = e;
+    return q != MAP_FAILED;
+}
+
 HAK_COLD void os_yield(void)
 {
     int e = errno;

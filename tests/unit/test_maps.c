@@ -1,9 +1,107 @@
-/* The pieces of a huge block or free range, one kernel mapping each (large_maps.h). */
+/* The kernel mappings hakmem holds stay bounded however often huge blocks are replaced:
+ * a huge block gathered from pieces spans at most LMAPS_MAX mappings, the large page cache
+ * at most LCACHE_MAX, an arena at most ARENA_MAPS_MAX (past vm.max_map_count every mmap of
+ * the process fails). */
 #include <check.h>
 #include "check_run.h"
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
+#include "hakmem.h"
+#include "testutil.h"
+#include "large/large.h"
+#include "large/large_cache.h"
 #include "large/large_maps.h"
 
 #define MIB ((size_t)1 << 20)
+
+/* The mappings in /proc/self/maps that overlap [lo, hi), read without allocating (stdio
+ * would, and what it maps would count). */
+static unsigned maps_each(uintptr_t lo, uintptr_t hi)
+{
+    static char buf[1 << 16];
+    unsigned n = 0;
+    size_t have = 0;
+    int fd = open("/proc/self/maps", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    for (;;) {
+        ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            unsigned long s, e;
+            if (sscanf(line, "%lx-%lx", &s, &e) == 2 && e > lo && s < hi)
+                n++;
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+    }
+    close(fd);
+    return n;
+}
+
+static unsigned maps_lines(void)
+{
+    return maps_each(0, UINTPTR_MAX);
+}
+
+static uint64_t next(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 17;
+}
+
+/* Four buffers of 5-25 MiB, one replaced at random each step (freed, then a new one
+ * allocated and written page by page, as bench/hugebuf does), a quarter of the steps by
+ * realloc when `resize`: the pages of freed buffers move between blocks, the page cache
+ * and the arenas' free chunks, and each move may cut a mapping.  The process's mappings
+ * stay within 200 of where they started (the bounds would allow more: four blocks of
+ * LMAPS_MAX, the cache's LCACHE_MAX, ARENA_MAPS_MAX per arena; a replacement's pieces are
+ * few); without the bounds they grew with the replacements, without end. */
+static void replace_huge(int resize)
+{
+    char *buf[4] = { 0 };
+    uint64_t x = 42;
+    unsigned base = maps_lines(), most = 0;
+    for (unsigned s = 0; s < 3000; s++) {
+        uint64_t r = next(&x);
+        unsigned i = s < 4 ? s : (unsigned)(r % 4);
+        size_t n = 5 * MIB + (size_t)((r >> 8) % (20 * MIB));
+        if (resize && buf[i] && (r >> 40) % 4 == 0) {
+            buf[i] = hak_realloc(buf[i], n);
+        } else {
+            hak_free(buf[i]);
+            buf[i] = hak_malloc(n);
+        }
+        ck_assert_ptr_nonnull(buf[i]);
+        for (size_t off = 0; off < n; off += 4096)
+            buf[i][off] = 1;
+        if (s % 100 == 99) {
+            unsigned now = maps_lines();
+            most = now > most ? now : most;
+            ck_assert_msg(now <= base + 200, "%u mappings after %u replacements, %u before", now, s + 1, base);
+        }
+    }
+    for (unsigned i = 0; i < 4; i++)
+        hak_free(buf[i]);
+    ck_assert_uint_gt(most, base);
+}
+
+START_TEST(test_replacements_bounded)
+{
+    replace_huge(0);
+}
+END_TEST
+
+START_TEST(test_replacements_with_realloc_bounded)
+{
+    replace_huge(1);
+}
+END_TEST
 
 START_TEST(test_pieces_join_again)
 {
@@ -33,12 +131,50 @@ START_TEST(test_pieces_join_again)
 }
 END_TEST
 
+START_TEST(test_gathered_block_bounded)
+{
+    /* Every large block a mapping of its own (arena_max 0), a page cache big enough for all:
+     * 80 free ranges of 512 KiB, none next to another.  A block of 40 MiB gathers their pages
+     * but spans at most LMAPS_MAX mappings, the cache keeps at most LCACHE_MAX, and the
+     * block grown and shrunk by realloc stays within LMAPS_MAX. */
+    ck_assert_int_eq(policy_load_text("[large]\narena_max = 0\n[purge]\nlarge_cache = 256M\n"), 0);
+    char *a[80], *keep[80];
+    for (unsigned i = 0; i < 80; i++) {
+        a[i] = hak_malloc(MIB / 2);
+        keep[i] = hak_malloc(MIB / 2);
+        memset(a[i], 1, MIB / 2);
+    }
+    for (unsigned i = 0; i < 80; i++)
+        hak_free(a[i]);
+    ck_assert_uint_le(large_cached_bytes(), (size_t)LCACHE_MAX * MIB / 2);
+    char *b = hak_malloc(40 * MIB);
+    ck_assert_ptr_nonnull(b);
+    memset(b, 2, 40 * MIB);
+    ck_assert_uint_le(maps_each((uintptr_t)b, (uintptr_t)b + 40 * MIB), LMAPS_MAX);
+    ck_assert_uint_lt(large_cached_bytes(), (size_t)LCACHE_MAX * MIB / 2);  /* some pages moved */
+    b = hak_realloc(b, 60 * MIB);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(b[40 * MIB - 1], 2);
+    ck_assert_uint_le(maps_each((uintptr_t)b, (uintptr_t)b + 60 * MIB), LMAPS_MAX);
+    b = hak_realloc(b, 10 * MIB);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(b[10 * MIB - 1], 2);
+    ck_assert_uint_le(maps_each((uintptr_t)b, (uintptr_t)b + 10 * MIB), LMAPS_MAX);
+    hak_free(b);
+    for (unsigned i = 0; i < 80; i++)
+        hak_free(keep[i]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("maps");
     TCase *tc = tcase_create("maps");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pieces_join_again);
+    tcase_add_test(tc, test_gathered_block_bounded);
+    tcase_add_test(tc, test_replacements_bounded);
+    tcase_add_test(tc, test_replacements_with_realloc_bounded);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

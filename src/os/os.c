@@ -114,7 +114,8 @@ HAK_COLD void os_purge(void *p, size_t size)
 HAK_COLD int os_heal(void *p, size_t size, int huge)
 {
     int e = errno;
-    void *q = mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void *q = os_injected_failure() ? MAP_FAILED
+              : mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (q != MAP_FAILED && huge)        /* the flags its neighbours have, or it stays apart */
         os_advise_huge(p, size);
     if (q == MAP_FAILED && madvise(p, size, MADV_DONTNEED) != 0) {

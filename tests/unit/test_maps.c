@@ -6,12 +6,14 @@
 #include "check_run.h"
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "hakmem.h"
 #include "testutil.h"
 #include "large/large.h"
 #include "large/large_cache.h"
 #include "large/large_maps.h"
+#include "os/os.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -166,6 +168,70 @@ START_TEST(test_gathered_block_bounded)
 }
 END_TEST
 
+/* Pages of [p, p + len) the kernel holds (mincore). */
+static size_t resident(const char *p, size_t len)
+{
+    static unsigned char v[(8 * MIB) / 4096];
+    ck_assert_uint_le(len, 8 * MIB);
+    ck_assert_int_eq(mincore((void *)p, len, v), 0);
+    size_t n = 0;
+    for (size_t k = 0; k < len / 4096; k++)
+        n += v[k] & 1;
+    return n;
+}
+
+/* A block of fresh arena chunks takes the page cache's resident pages (a mapping of its
+ * own inside the arena's); freed and purged, the chunks become the arena's own mapping again.
+ * When the kernel refuses that remap, they are only purged: they read as zero and serve the
+ * next block, and the next purge joins them. */
+static void lent_pages_purged(int refuse)
+{
+    ck_assert_int_eq(policy_load_text("[large]\narena_max = 8M\n[purge]\nretain = 0\ndelay = 0\n"
+                                      "large_cache = 256M\n"), 0);
+    char *h = hak_malloc(20 * MIB);
+    ck_assert_ptr_nonnull(h);
+    memset(h, 3, 20 * MIB);
+    hak_free(h);
+    size_t cached = large_cached_bytes();
+    char *b = hak_malloc(4 * MIB);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(large_cached_bytes(), cached - 4 * MIB);     /* the pages were lent */
+    ck_assert_uint_gt(maps_each((uintptr_t)b, (uintptr_t)b + 4 * MIB), 0);
+    memset(b, 5, 4 * MIB);
+    if (refuse)
+        os_fail_once_after(0);
+    hak_free(b);
+    os_fail_after(-1);
+    ck_assert_uint_eq(resident(b, 4 * MIB), 0);
+    /* Healed: one with the arena's mapping around it, the neighbours' too; refused: apart. */
+    unsigned around = maps_each((uintptr_t)b - 4096, (uintptr_t)b + 4 * MIB + 4096);
+    if (refuse)
+        ck_assert_uint_gt(around, 1);
+    else
+        ck_assert_uint_eq(around, 1);
+    char *c = hak_calloc(1, 4 * MIB);
+    ck_assert_ptr_nonnull(c);
+    for (size_t off = 0; off < 4 * MIB; off += 512)
+        ck_assert_int_eq(c[off], 0);
+    memset(c, 7, 4 * MIB);
+    hak_free(c);
+    ck_assert_uint_eq(resident(c, 4 * MIB), 0);
+    ck_assert_int_eq(policy_load_text(""), 0);
+    large_trim(0);
+}
+
+START_TEST(test_lent_pages_healed)
+{
+    lent_pages_purged(0);
+}
+END_TEST
+
+START_TEST(test_lent_pages_heal_refused)
+{
+    lent_pages_purged(1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("maps");
@@ -173,6 +239,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pieces_join_again);
     tcase_add_test(tc, test_gathered_block_bounded);
+    tcase_add_test(tc, test_lent_pages_healed);
+    tcase_add_test(tc, test_lent_pages_heal_refused);
     tcase_add_test(tc, test_replacements_bounded);
     tcase_add_test(tc, test_replacements_with_realloc_bounded);
     suite_add_tcase(su, tc);

@@ -53,9 +53,22 @@ int   arena_pool_purger_idle(void);   /* test hook: the purger waits with no dea
 size_t arena_trim(size_t pad, size_t *left);
 /* A layer above with resident free pages of its own (the large page cache) may
  * lend them to an extent of fresh chunks about to be faulted in: fn moves pages over
- * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up. */
+ * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up.  The pages
+ * moved in are a kernel mapping of their own inside the arena's: fn asks arena_foreign
+ * first, and moves pages of one mapping only. */
 typedef int (*arena_donor_fn)(uintptr_t dst, size_t len);
 void  arena_set_donor(arena_donor_fn fn);
+/* The extent [a, a + len) of the arenas is about to take pages moved in from elsewhere, one
+ * kernel mapping: 1 if its arena may be cut there (recorded until the chunks are purged),
+ * 0 if the arena spans as many mappings as it may (ARENA_MAPS_MAX). */
+int   arena_foreign(uintptr_t a, size_t len);
+/* The other way: a block the layer above maps itself (a huge one) about to fault fresh pages
+ * over [dst, dst + len) takes the resident pages of free chunks instead, which stay free and
+ * read as zero.  Only runs of at least ARENA_DONATE_MIN bytes within one kernel mapping are
+ * moved, at most `max` of them, one after the other from dst: each becomes one kernel
+ * mapping of the block.  Returns how many, their lengths in runs[]. */
+#define ARENA_DONATE_MIN ((size_t)1 << 20)
+unsigned arena_donate(uintptr_t dst, size_t len, size_t *runs, unsigned max);
 
 /* sparse.c (Phase 101): free pages inside live tiny regions and spans given back */
 void   arena_sparse_forget(struct region *r);   /* r, held, is about to leave (region_hold) */

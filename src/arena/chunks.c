@@ -16,12 +16,18 @@
 struct arena {
     uintptr_t base;                         /* 0: slot unused */
     unsigned  nchunks;                      /* ARENA_CHUNKS, or fewer when the OS refused a full one */
+    int       huge;                         /* advised for transparent huge pages (Phase 94) */
     unsigned  nfree;
     unsigned  ndirty;                       /* chunks free && dirty: a take or sweep skips an arena without */
     uint64_t  free[ARENA_WORDS];            /* chunk not in any region */
     uint64_t  dirty[ARENA_WORDS];           /* free chunk whose pages may be resident */
     uint64_t  busy[ARENA_WORDS];            /* handed to the purger (Phase 99): neither free nor in use */
     unsigned  nbusy;
+    /* The kernel mappings the arena is cut into (arena_maps): pages the donor moved in are
+     * a mapping of their own (foreign) until purged; seam: chunk i - 1 and i, both foreign,
+     * came in two moves. */
+    uint64_t  foreign[ARENA_WORDS];
+    uint64_t  seam[ARENA_WORDS];
     uint32_t  freed_ms[ARENA_CHUNKS];       /* when a dirty chunk was released (arena_now_ms) */
 };
 
@@ -200,11 +206,40 @@ static void purge_add(uintptr_t p, size_t len)
 static struct iovec *hand_out;
 static unsigned hand_max, hand_n;
 
+/* The kernel mappings the arena spans at most: its own, cut by each run of foreign chunks
+ * (two more each) and by each seam inside one. */
+static unsigned arena_maps(const struct arena *ar)
+{
+    unsigned n = 1;
+    uint64_t carry = 0;
+    for (unsigned w = 0; w < ARENA_WORDS; w++) {
+        uint64_t f = ar->foreign[w], before = (f << 1) | carry;   /* bit i: chunk i - 1 is foreign */
+        n += 2 * (unsigned)__builtin_popcountll(f & ~before);
+        n += (unsigned)__builtin_popcountll(f & before & ar->seam[w]);
+        carry = f >> 63;
+    }
+    return n;
+}
+
+/* Pages of [i, i + n) about to be given back: if any is foreign, the whole extent becomes
+ * the arena's own mapping again instead (os_heal, which purges it too).  1 if so. */
+static int arena_heal(struct arena *ar, unsigned i, unsigned n)
+{
+    if (bits_count(ar->foreign, i, n) == 0)
+        return 0;
+    if (!os_heal((void *)(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT)), (size_t)n << HAK_CHUNK_SHIFT, ar->huge))
+        return 1;                       /* purged, still foreign */
+    bits_set(ar->foreign, i, n, 0);
+    return 1;
+}
+
 /* One extent of a sweep: purged now, or handed out.  0 when the hand-out is full. */
 static int sweep_extent(struct arena *ar, unsigned i, unsigned n)
 {
     uintptr_t p = ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT);
     size_t len = (size_t)n << HAK_CHUNK_SHIFT;
+    if (arena_heal(ar, i, n))           /* here and now, not in the batch or by the purger */
+        return 1;
     if (hand_out == NULL) {
         purge_add(p, len);
         return 1;
@@ -333,7 +368,8 @@ HAK_COLD int arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t
     if (arena_unmap_if_empty(ar))
         return ARENA_PURGED;
     if (delay == 0 && resident_free + size > retain) {
-        os_purge((void *)a, size);
+        if (!arena_heal(ar, i, chunks))
+            os_purge((void *)a, size);
         return ARENA_PURGED;
     }
     /* Past `retain`, a released extent is purged once it has stayed free `delay` ms: memory
@@ -389,6 +425,59 @@ HAK_COLD unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t re
     return hand_n;
 }
 
+HAK_COLD unsigned arena_donate_collect(struct iovec *out, unsigned max, size_t chunks, unsigned min)
+{
+    unsigned n = 0;
+    for (unsigned a = 0; a < arenas_n && n < max && chunks >= min; a++) {
+        struct arena *ar = &arenas[a];
+        if (ar->ndirty < min)
+            continue;
+        for (unsigned i = 0; i < ar->nchunks && n < max && chunks >= min;) {
+            uint64_t m = (ar->free[i >> 6] & ar->dirty[i >> 6]) >> (i & 63);
+            if (m == 0) {                   /* no resident free chunk in the rest of this word */
+                i = (i | 63) + 1;
+                continue;
+            }
+            i += (unsigned)__builtin_ctzll(m);
+            unsigned j = i + 1, f = (unsigned)bit_get(ar->foreign, i);
+            while (j < ar->nchunks && j - i < chunks && bit_get(ar->free, j) && bit_get(ar->dirty, j)
+                   && (unsigned)bit_get(ar->foreign, j) == f && !(f && bit_get(ar->seam, j)))
+                j++;
+            if (j - i >= min) {
+                bits_set(ar->dirty, i, j - i, 0);
+                ar->ndirty -= j - i;
+                resident_free -= (size_t)(j - i) << HAK_CHUNK_SHIFT;
+                bits_set(ar->free, i, j - i, 0);
+                bits_set(ar->busy, i, j - i, 1);
+                ar->nfree -= j - i;
+                ar->nbusy += j - i;
+                free_total -= j - i;
+                out[n].iov_base = (void *)(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT));
+                out[n++].iov_len = (size_t)(j - i) << HAK_CHUNK_SHIFT;
+                chunks -= j - i;
+            }
+            i = j;
+        }
+    }
+    return n;
+}
+
+HAK_COLD int arena_foreign_add(uintptr_t a, unsigned chunks)
+{
+    struct arena *ar = arena_of(a);
+    if (ar == NULL)                     /* not the arenas' (a test's mapping): nothing to cut */
+        return 1;
+    unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
+    if (arena_maps(ar) + 2 > ARENA_MAPS_MAX)
+        return 0;
+    bits_set(ar->foreign, i, chunks, 1);
+    bits_set(ar->seam, i, chunks, 0);
+    bits_set(ar->seam, i, 1, 1);
+    if (i + chunks < ar->nchunks)
+        bits_set(ar->seam, i + chunks, 1, 1);
+    return 1;
+}
+
 HAK_COLD void arena_purge_done(const struct iovec *extents, unsigned n)
 {
     for (unsigned k = 0; k < n; k++) {
@@ -396,6 +485,7 @@ HAK_COLD void arena_purge_done(const struct iovec *extents, unsigned n)
         struct arena *ar = arena_of(a);
         unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
         unsigned c = (unsigned)(extents[k].iov_len >> HAK_CHUNK_SHIFT);
+        arena_heal(ar, i, c);           /* a donated run's pages moved out of a foreign mapping */
         bits_set(ar->busy, i, c, 0);
         bits_set(ar->free, i, c, 1);
         ar->nbusy -= c;
@@ -427,12 +517,12 @@ HAK_COLD void arena_after_fork_child(void)
     }
 }
 
-HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int huge)
+HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int *huge)
 {
     size_t len = (size_t)ARENA_CHUNKS << HAK_CHUNK_SHIFT;
-    void *m = os_map_aligned(len, huge ? OS_HUGE_PAGE : HAK_CHUNK_SIZE);
+    void *m = os_map_aligned(len, *huge ? OS_HUGE_PAGE : HAK_CHUNK_SIZE);
     if (m != NULL) {
-        if (huge)
+        if (*huge)
             os_advise_huge(m, len);
         *nchunks = ARENA_CHUNKS;
         return (uintptr_t)m;
@@ -440,10 +530,11 @@ HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int huge)
     /* Short of address space (RLIMIT_AS): an arena just big enough for this region. */
     m = os_map_aligned((size_t)chunks << HAK_CHUNK_SHIFT, HAK_CHUNK_SIZE);
     *nchunks = chunks;
+    *huge = 0;
     return (uintptr_t)m;
 }
 
-HAK_COLD int arena_add(uintptr_t base, unsigned nchunks)
+HAK_COLD int arena_add(uintptr_t base, unsigned nchunks, int huge)
 {
     unsigned a = 0;
     while (a < arenas_n && arenas[a].base)
@@ -455,6 +546,7 @@ HAK_COLD int arena_add(uintptr_t base, unsigned nchunks)
     struct arena *ar = &arenas[a];
     ar->base = base;
     ar->nchunks = nchunks;
+    ar->huge = huge;
     ar->nfree = nchunks;
     bits_set(ar->free, 0, nchunks, 1);
     free_total += nchunks;

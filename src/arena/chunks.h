@@ -38,6 +38,16 @@ int  arena_release(uintptr_t a, unsigned chunks, size_t retain, uint32_t delay, 
  * *age_ms: when none is due yet but some will be, how long until then (else 0). */
 unsigned arena_purge_collect(struct iovec *out, unsigned max, size_t retain, uint32_t delay, uint32_t *age_ms);
 void     arena_purge_done(const struct iovec *extents, unsigned n);
+/* For arena_donate: up to `chunks` free resident chunks, in address order, in at most `max`
+ * runs of at least `min` chunks within one kernel mapping, taken out of the free ones like
+ * the purger's (arena_purge_done gives them back, reading as zero by then). */
+unsigned arena_donate_collect(struct iovec *out, unsigned max, size_t chunks, unsigned min);
+/* Pages moved into [a, a + chunks) (the large page cache's, lent to a fresh extent) are a
+ * kernel mapping of their own, cutting the arena's, until they are purged (the chunks then
+ * become the arena's own mapping again, os_heal).  Records them and returns 1, or 0 when the
+ * arena would then span more than ARENA_MAPS_MAX mappings. */
+#define ARENA_MAPS_MAX 32u
+int  arena_foreign_add(uintptr_t a, unsigned chunks);
 /* In a fork child (no purger there): extents the purger held are free again, maybe resident. */
 void     arena_after_fork_child(void);
 
@@ -72,9 +82,9 @@ int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);
 int  arena_chunk_free(uintptr_t a);
 
 /* Maps one more arena able to hold `chunks`; 0 when the OS refuses.  Call without the
- * lock, then arena_add() with it.  `huge` (Phase 94): on 2 MiB boundaries, advised for
- * transparent huge pages. */
-uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int huge);
-int       arena_add(uintptr_t base, unsigned nchunks);   /* 0: table full (caller unmaps) */
+ * lock, then arena_add() with it.  *huge (Phase 94): on 2 MiB boundaries, advised for
+ * transparent huge pages (left 1 if it was, for arena_add, which purges the same way). */
+uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int *huge);
+int       arena_add(uintptr_t base, unsigned nchunks, int huge);   /* 0: table full (caller unmaps) */
 
 #endif

@@ -78,6 +78,45 @@ void arena_set_donor(arena_donor_fn fn)
     __atomic_store_n(&pool_donor, fn, __ATOMIC_RELEASE);
 }
 
+HAK_COLD int arena_foreign(uintptr_t a, size_t len)
+{
+    pthread_mutex_lock(&pool_mutex);
+    int ok = arena_foreign_add(a, (unsigned)(len >> HAK_CHUNK_SHIFT));
+    pool_unlock();
+    return ok;
+}
+
+#define DONATE_RUNS 16u                 /* runs one donation moves at most */
+
+HAK_COLD unsigned arena_donate(uintptr_t dst, size_t len, size_t *runs, unsigned max)
+{
+    struct iovec v[DONATE_RUNS];
+    if (max > DONATE_RUNS)
+        max = DONATE_RUNS;
+    if (max == 0 || os_move_keep_refused())
+        return 0;
+    pthread_mutex_lock(&pool_mutex);
+    unsigned n = arena_donate_collect(v, max, len >> HAK_CHUNK_SHIFT, (unsigned)(ARENA_DONATE_MIN >> HAK_CHUNK_SHIFT));
+    pool_unlock();
+    if (n == 0)
+        return 0;
+    /* Out of the free chunks meanwhile: nobody takes them while their pages move. */
+    size_t done = 0;
+    unsigned moved = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (os_move_keep(v[k].iov_base, v[k].iov_len, (void *)(dst + done))) {
+            runs[moved++] = v[k].iov_len;
+            done += v[k].iov_len;
+        } else {                        /* a kernel before 5.13, found out once: purged */
+            os_purge(v[k].iov_base, v[k].iov_len);
+        }
+    }
+    pthread_mutex_lock(&pool_mutex);
+    arena_purge_done(v, n);
+    pool_unlock();
+    return moved;
+}
+
 /* Phase 96 populates a fresh region only once this much is in use: a small program's
  * regions, most of them barely used, keep faulting in page by page (its RSS stays
  * mimalloc's), while a big heap's few partly used regions are a small share of it. */
@@ -111,11 +150,12 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
         if (r)
             return r;
         unsigned n;
-        uintptr_t m = arena_map(chunks, &n, HAK_PHASE94 && policy_now()->phase94);
+        int huge = HAK_PHASE94 && policy_now()->phase94;
+        uintptr_t m = arena_map(chunks, &n, &huge);
         if (m == 0)
             return 0;
         pthread_mutex_lock(&pool_mutex);
-        int ok = arena_add(m, n);
+        int ok = arena_add(m, n, huge);
         pool_unlock();
         if (!ok) {
             os_unmap((void *)m, (size_t)n << HAK_CHUNK_SHIFT);

@@ -43,43 +43,72 @@ static void large_unmap_all(const struct lrange *drop, unsigned n)
 }
 
 /* Back into the free ranges (or to the OS if the budget says so).  Takes the lock. */
-static void large_release(struct lrange s)
+static void large_release(struct lrange s, const struct lmaps *m)
 {
-    struct lrange drop[LCACHE_MAX + 1];
+    struct lrange drop[LCACHE_DROPS];
     unsigned nd;
     pthread_mutex_lock(&large_mutex);
-    nd = lcache_put(s, large_cap(), drop);
+    nd = lcache_put(s, m, large_cap(), drop);
     large_mutex_release();
     large_unmap_all(drop, nd);
 }
 
-/* The pages [dst, dst + need) still lack, moved in from other free ranges, largest first
- * (no copy, no fault): so the resident free pages serve a block of any size, not only one
- * that fits in a single range.  Returns the bytes filled from dst on. */
-static size_t large_fill(uintptr_t dst, size_t need)
+/* Pages moved piece by piece, one kernel mapping at a time: no kernel refuses that, and
+ * each arrives as the one mapping it was (m: src's pieces; they get new ids). */
+static void large_move(uintptr_t src, struct lmaps *m, uintptr_t dst)
 {
-    size_t done = 0;
-    while (done < need) {
+    size_t start = 0;
+    for (unsigned i = 0; i < m->n; i++) {
+        os_move_split((void *)(src + start), m->end[i] - start, (void *)(dst + start));
+        start = m->end[i];
+    }
+    lmaps_moved(m);
+}
+
+/* How many mappings pages moved in at off of a block (pieces m) may span: LMAPS_MAX less
+ * its pieces before off and the fresh one that stays after them. */
+static unsigned large_room(const struct lmaps *m, size_t off)
+{
+    unsigned used = lmaps_count_head(m, off) + 1;
+    return used < LMAPS_MAX ? LMAPS_MAX - used : 0;
+}
+
+/* The pages [off, len) of the block at base (pieces m, fresh from off on) still lack, moved
+ * in rather than faulted (no copy, no fault): first from other free ranges, the most pages
+ * first, so the resident free pages serve a block of any size, not only one that fits in a
+ * single range; then from free arena chunks (arena_donate).  Only as many pieces come as
+ * keep the block within LMAPS_MAX mappings.  Returns the bytes from base on that now have
+ * pages. */
+static size_t large_gather(uintptr_t base, size_t len, size_t off, struct lmaps *m)
+{
+    while (off < len) {
         struct lrange r;
+        struct lmaps rm;
         pthread_mutex_lock(&large_mutex);
-        int got = lcache_take_largest(&r);
+        int got = lcache_take_most(len - off, large_room(m, off), &r, &rm);
         large_mutex_release();
         if (!got)
             break;
-        size_t take = r.len < need - done ? r.len : need - done;
-        os_move_split((void *)r.base, take, (void *)(dst + done));
-        done += take;
-        if (take < r.len)
-            large_release((struct lrange){ r.base + take, r.len - take });
+        large_move(r.base, &rm, base + off);
+        lmaps_overlay(m, off, &rm, LMAPS_MAX);
+        off += r.len;
     }
-    return done;
+    size_t runs[LMAPS_MAX];
+    unsigned n = off < len ? arena_donate(base + off, len - off, runs, large_room(m, off)) : 0;
+    for (unsigned k = 0; k < n; k++) {
+        struct lmaps run;
+        lmaps_fresh(&run, runs[k]);
+        lmaps_overlay(m, off, &run, LMAPS_MAX);
+        off += runs[k];
+    }
+    return off;
 }
 
 /* The budget holds again once an allocation has had its pick of the free ranges
  * (large_free leaves the block it freed last past it). */
 static void large_trim_to_cap(void)
 {
-    struct lrange drop[LCACHE_MAX + 1];
+    struct lrange drop[LCACHE_DROPS];
     pthread_mutex_lock(&large_mutex);
     unsigned nd = lcache_trim(large_cap(), drop);
     large_mutex_release();
@@ -87,19 +116,21 @@ static void large_trim_to_cap(void)
 }
 
 /* The pages for a block of len bytes at `align`, preferring pages a freed block left
- * resident: the best-fitting free range, else the largest one grown by mremap with the
- * other ranges' pages moved into its new tail (only what they cannot cover faults), else
- * a fresh mapping.  *dirty: leading bytes that may hold old data.  The cache is trimmed
- * to its budget after. */
-static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty)
+ * resident: the best-fitting free range, else the largest range of one kernel mapping
+ * grown by mremap, else a fresh mapping, with the other ranges' pages moved into what is
+ * still fresh (only what they cannot cover faults).  *m: their pieces, one kernel mapping
+ * each; *dirty: leading bytes that may hold old data.  The cache is trimmed to its budget
+ * after. */
+static int large_pages(size_t len, size_t align, struct lrange *s, struct lmaps *m, size_t *dirty)
 {
-    struct lrange grow, drop[LCACHE_MAX + 1];
+    struct lrange grow, drop[LCACHE_DROPS];
+    struct lmaps gm;
     int found, growing = 0;
     unsigned nd = 0;
     pthread_mutex_lock(&large_mutex);
-    found = lcache_take(len, align, s);
+    found = lcache_take(len, align, LMAPS_MAX, s, m);
     if (!found && align <= OS_PAGE)
-        growing = lcache_take_largest(&grow);
+        growing = lcache_take_largest(1, &grow, &gm);
     if (!growing)
         nd = lcache_trim(large_cap(), drop);
     large_mutex_release();
@@ -111,32 +142,37 @@ static int large_pages(size_t len, size_t align, struct lrange *s, size_t *dirty
     if (growing) {
         int e = errno;                  /* a refused mremap is not this malloc's failure */
         void *q = os_remap((void *)grow.base, grow.len, len);
-        if (q == NULL && (q = os_map(len)) != NULL)   /* the range crosses two kernel mappings: */
-            os_move_split((void *)grow.base, grow.len, q); /* its pages move piece by piece */
+        lmaps_fresh(m, len);
+        if (q == NULL && (q = os_map(len)) != NULL) {
+            large_move(grow.base, &gm, (uintptr_t)q);
+            lmaps_overlay(m, 0, &gm, LMAPS_MAX);
+        }
         errno = e;
         if (q) {
             s->base = (uintptr_t)q;
             s->len = len;
-            *dirty = grow.len + large_fill((uintptr_t)q + grow.len, len - grow.len);
+            *dirty = large_gather((uintptr_t)q, len, grow.len, m);
             large_trim_to_cap();
             return 1;
         }
-        large_release(grow);
+        large_release(grow, &gm);
     }
     size_t maplen = page_round(len + (align > OS_PAGE ? align : 0));
-    void *m = os_map(maplen);
-    if (m == NULL)
+    void *m0 = os_map(maplen);
+    if (m0 == NULL)
         return 0;
-    s->base = (uintptr_t)m;
+    s->base = (uintptr_t)m0;
     s->len = maplen;
-    *dirty = 0;
+    lmaps_fresh(m, maplen);
+    *dirty = align <= OS_PAGE ? large_gather((uintptr_t)m0, maplen, 0, m) : 0;
     return 1;
 }
 
-static int large_register(const struct large_block *b)
+/* m: b's pieces, NULL for a block of the arenas. */
+static int large_register(const struct large_block *b, const struct lmaps *m)
 {
     pthread_mutex_lock(&large_mutex);
-    int ok = large_reg_insert(b);
+    int ok = large_reg_insert(b, m);
     large_mutex_release();
     return ok;
 }
@@ -158,7 +194,7 @@ static void *large_alloc_chunks(size_t n, int zero)
         return NULL;
     }
     struct large_block b = { .ptr = a, .base = a, .maplen = (size_t)chunks << HAK_CHUNK_SHIFT, .arena = 1 };
-    if (!region_map_set(a, b.maplen, MAP_LARGE, 0) || !large_register(&b)) {
+    if (!region_map_set(a, b.maplen, MAP_LARGE, 0) || !large_register(&b, NULL)) {
         arena_chunks_release(a, chunks);
         errno = ENOMEM;
         return NULL;
@@ -182,8 +218,9 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
     if (align <= HAK_CHUNK_SIZE && n <= policy_now()->large_arena_max)
         return large_alloc_chunks(n, zero);
     struct lrange s;
+    struct lmaps m;
     size_t dirty;
-    if (!large_pages(page_round(n), align, &s, &dirty))
+    if (!large_pages(page_round(n), align, &s, &m, &dirty))
         return NULL;
     struct large_block b = {
         .ptr = (s.base + align - 1) & ~(uintptr_t)(align - 1),
@@ -195,7 +232,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
         errno = ENOMEM;
         return NULL;
     }
-    if (!large_register(&b)) {
+    if (!large_register(&b, &m)) {
         os_unmap((void *)b.base, b.maplen);
         errno = ENOMEM;
         return NULL;
@@ -210,14 +247,17 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
 
 HAK_COLD int large_free(void *p, const char *call)
 {
-    struct lrange drop[LCACHE_MAX + 1];
+    struct lrange drop[LCACHE_DROPS];
     unsigned nd = 0;
     int in_cache = 0;
     struct large_block b = { 0 };
+    struct lmaps m;
     pthread_mutex_lock(&large_mutex);
     struct large_block *e = large_reg_find((uintptr_t)p);
     if (e) {
         b = *e;
+        if (!b.arena)
+            m = *large_reg_maps(e);
         struct lrange s = { e->base, e->maplen };
         /* The block freed last stays past the budget, by at most itself, until the next
          * allocation has had its pick: a program replacing a huge buffer (free, then
@@ -230,7 +270,7 @@ HAK_COLD int large_free(void *p, const char *call)
         else if (s.len > cap / 2)       /* a block this big would flush the whole budget */
             drop[nd++] = s;
         else                            /* kept whole, the others trimmed to the budget */
-            nd = lcache_put(s, cap + s.len, drop);
+            nd = lcache_put(s, &m, cap + s.len, drop);
     } else {
         in_cache = lcache_contains((uintptr_t)p);
     }
@@ -273,16 +313,17 @@ HAK_COLD size_t large_usable(void *p)
     return n;
 }
 
-/* Growing block b into the free range s (of the new length), whose pages are resident: b's
- * pages move over the range's head (no copy; piece by piece if b crosses kernel mappings),
- * its tail needs no fault; b's old range is left unmapped.  b is out of the registry; this
+/* Growing block b (pieces bm) into the free range s (of the new length, pieces sm), whose
+ * pages are resident: b's pages move over the range's head (no copy; piece by piece), its
+ * tail needs no fault; b's old range is left unmapped.  b is out of the registry; this
  * puts the result back. */
-static void *large_move_into(struct large_block b, struct lrange s)
+static void *large_move_into(struct large_block b, struct lmaps bm, struct lrange s, struct lmaps sm)
 {
-    os_move_split((void *)b.base, b.maplen, (void *)s.base);
+    large_move(b.base, &bm, s.base);
+    lmaps_overlay(&sm, 0, &bm, LMAPS_MAX);
     b.base = b.ptr = s.base;
     b.maplen = s.len;
-    large_register(&b);                 /* cannot fail: b's own entry was just removed */
+    large_register(&b, &sm);            /* cannot fail: b's own entry was just removed */
     return (void *)b.ptr;
 }
 
@@ -316,7 +357,7 @@ static void *large_realloc_chunks(struct large_block b, size_t n)
                                          (unsigned)(more >> HAK_CHUNK_SHIFT))) {
             if (region_map_set(tail, more, MAP_LARGE, 0)) {
                 b.maplen = want;
-                large_register(&b);     /* cannot fail: b's own entry was just removed */
+                large_register(&b, NULL);   /* cannot fail: b's own entry was just removed */
                 return (void *)b.ptr;
             }
             arena_chunks_release(tail, (unsigned)(more >> HAK_CHUNK_SHIFT));
@@ -326,14 +367,14 @@ static void *large_realloc_chunks(struct large_block b, size_t n)
         errno = err;
         if (q == NULL)
             q = large_alloc(n, 0, 0);
-        large_register(&b);
+        large_register(&b, NULL);
         if (q != NULL) {
             memcpy(q, (void *)b.ptr, b.maplen);
             large_free((void *)b.ptr, "realloc");
         }
         return q;
     }
-    large_register(&b);
+    large_register(&b, NULL);
     return (void *)b.ptr;
 }
 
@@ -358,7 +399,11 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         large_mutex_release();
         return large_realloc_chunks(b, n);
     }
-    if (len > e->maplen && lcache_take_after(e->base + e->maplen, len - e->maplen)) {
+    /* Pages joined to the block's bring their kernel mappings: no more than it has room for. */
+    struct lmaps bm = *large_reg_maps(e), tm;
+    unsigned room = LMAPS_MAX - lmaps_count(&bm);
+    if (len > e->maplen && room && lcache_take_after(e->base + e->maplen, len - e->maplen, room, &tm)) {
+        lmaps_overlay(large_reg_maps(e), e->maplen, &tm, LMAPS_MAX);
         stats_large_block(-1, e->maplen, 1);
         stats_large_block(1, len, 1);
         e->maplen = len;
@@ -368,16 +413,30 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     struct large_block b = *e;
     struct lrange s;
     size_t glen = large_grow_len(e->maplen, len);
-    int into_range = len > e->maplen && (lcache_take(glen, OS_PAGE, &s) || lcache_take(len, OS_PAGE, &s));
+    int into_range = len > e->maplen && room
+                     && (lcache_take(glen, OS_PAGE, room, &s, &tm) || lcache_take(len, OS_PAGE, room, &s, &tm));
     large_reg_remove(e);
     large_mutex_release();
     if (into_range)
-        return large_move_into(b, s);
+        return large_move_into(b, bm, s, tm);
     int err = errno;
     len = glen;
-    void *q = os_remap((void *)b.base, b.maplen, len);
-    if (q == NULL && len > b.maplen && (q = os_map(len)) != NULL)
-        os_move_split((void *)b.base, b.maplen, q);     /* b crosses kernel mappings */
+    int one = lmaps_count(&bm) == 1;
+    void *q = one ? os_remap((void *)b.base, b.maplen, len) : NULL;  /* resizes one mapping only */
+    if (q) {
+        lmaps_fresh(&bm, len);
+    } else if (!one && len <= b.maplen) {
+        if (len < b.maplen)
+            os_unmap((void *)(b.base + len), b.maplen - len);
+        lmaps_split(&bm, len, &bm, NULL);
+        q = (void *)b.base;
+    } else if (len > b.maplen && room && (q = os_map(len)) != NULL) {
+        struct lmaps m;
+        lmaps_fresh(&m, len);
+        large_move(b.base, &bm, (uintptr_t)q);
+        lmaps_overlay(&m, 0, &bm, LMAPS_MAX);
+        bm = m;
+    }
     errno = err;    /* a refused mremap is not the caller's failure: it falls back to a copy */
     if (q) {
         b.base = b.ptr = (uintptr_t)q;
@@ -385,14 +444,14 @@ HAK_COLD void *large_realloc(void *p, size_t n)
         region_map_set(b.base, len, MAP_LARGE, 0);
     }
     /* On failure the old block stays registered and intact, as realloc requires. */
-    large_register(&b);
+    large_register(&b, &bm);
     return q;
 }
 
 /* malloc_trim: the page cache down to `keep` bytes, now.  Returns the bytes unmapped. */
 HAK_COLD size_t large_trim(size_t keep)
 {
-    struct lrange drop[LCACHE_MAX + 1];
+    struct lrange drop[LCACHE_DROPS];
     pthread_mutex_lock(&large_mutex);
     unsigned nd = lcache_trim(keep & ~(size_t)(OS_PAGE - 1), drop);
     large_mutex_release();

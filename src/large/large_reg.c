@@ -1,5 +1,6 @@
 /* The large-block registry: open addressing with linear probing over a power-of-two table
  * mapped from the OS (never from malloc), grown at half full. */
+#include <string.h>
 #include "large_reg.h"
 #include "../common/common.h"
 #include "../os/os.h"
@@ -7,6 +8,36 @@
 
 static struct large_block *reg;
 static size_t reg_cap, reg_n;
+
+/* The pieces of the blocks that are mappings of their own, a slot each: they take a few
+ * hundred bytes, which the entries of the arenas' blocks, the many, do not pay.  Free slots
+ * are linked through their n. */
+static struct lmaps *pieces;
+static uint32_t pieces_cap, pieces_free = UINT32_MAX;
+
+static int pieces_grow(void)
+{
+    uint32_t ncap = pieces_cap ? pieces_cap * 2 : 64;
+    struct lmaps *np = os_map((size_t)ncap * sizeof *np);
+    if (np == NULL)
+        return 0;
+    if (pieces) {
+        memcpy(np, pieces, (size_t)pieces_cap * sizeof *np);
+        os_unmap(pieces, (size_t)pieces_cap * sizeof *np);
+    }
+    for (uint32_t i = ncap; i-- > pieces_cap;) {
+        np[i].n = pieces_free;
+        pieces_free = i;
+    }
+    pieces = np;
+    pieces_cap = ncap;
+    return 1;
+}
+
+struct lmaps *large_reg_maps(const struct large_block *e)
+{
+    return &pieces[e->maps];
+}
 
 static size_t lreg_hash(uintptr_t p)
 {
@@ -25,8 +56,10 @@ HAK_COLD struct large_block *large_reg_find(uintptr_t p)
     }
 }
 
-HAK_COLD int large_reg_insert(const struct large_block *b)
+HAK_COLD int large_reg_insert(const struct large_block *b, const struct lmaps *m)
 {
+    if (m && pieces_free == UINT32_MAX && !pieces_grow())
+        return 0;
     if ((reg_n + 1) * 2 > reg_cap) {
         size_t ncap = reg_cap ? reg_cap * 2 : 256;
         struct large_block *old = reg, *nr = os_map(ncap * sizeof *nr);
@@ -50,6 +83,11 @@ HAK_COLD int large_reg_insert(const struct large_block *b)
     while (reg[j].ptr)
         j = (j + 1) & (reg_cap - 1);
     reg[j] = *b;
+    if (m) {
+        reg[j].maps = pieces_free;
+        pieces_free = pieces[pieces_free].n;
+        pieces[reg[j].maps] = *m;
+    }
     reg_n++;
     stats_large_block(1, b->maplen, !b->arena);    /* every live block passes here */
     return 1;
@@ -60,6 +98,10 @@ HAK_COLD void large_reg_remove(struct large_block *e)
 {
     size_t i = (size_t)(e - reg);
     stats_large_block(-1, e->maplen, !e->arena);
+    if (!e->arena) {
+        pieces[e->maps].n = pieces_free;
+        pieces_free = e->maps;
+    }
     for (size_t j = (i + 1) & (reg_cap - 1); reg[j].ptr; j = (j + 1) & (reg_cap - 1)) {
         size_t h = lreg_hash(reg[j].ptr);
         if (((j - h) & (reg_cap - 1)) >= ((j - i) & (reg_cap - 1))) {

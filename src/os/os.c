@@ -107,6 +107,29 @@ HAK_COLD void os_purge(void *p, size_t size)
     errno = e;
 }
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000    /* Linux 4.17; older headers lack it */
+#endif
+
+HAK_COLD int os_heal(void *p, size_t size, int huge)
+{
+    int e = errno;
+    void *q = os_injected_failure() ? MAP_FAILED
+              : mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (q != MAP_FAILED && huge)        /* the flags its neighbours have, or it stays apart */
+        os_advise_huge(p, size);
+    if (q == MAP_FAILED && madvise(p, size, MADV_DONTNEED) != 0) {
+        /* The kernel unmapped the range before it failed: mapped again, unless another
+         * thread's mapping took the hole meanwhile (then nothing may be put there). */
+        void *r = mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (r != MAP_FAILED && r != p)  /* a kernel before 4.17 took the flag for a hint */
+            munmap(r, size);
+    }
+    atomic_fetch_add_explicit(&os_purged, size, memory_order_relaxed);
+    errno = e;
+    return q != MAP_FAILED;
+}
+
 HAK_COLD void os_yield(void)
 {
     int e = errno;
@@ -242,4 +265,54 @@ HAK_COLD void os_move_split(void *src, size_t size, void *dst)
     size_t half = (size / 2) & ~(size_t)(OS_PAGE - 1);
     os_move_split(src, half, dst);
     os_move_split((char *)src + half, size - half, (char *)dst + half);
+}
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+/* Set once a kernel has refused MREMAP_DONTUNMAP: every later call gives up at once. */
+static _Atomic int keep_refused;
+
+static void os_move_keep_piece(char *src, size_t size, char *dst);
+
+/* A range the kernel would not move whole (it crosses kernel mappings): in halves, as
+ * os_move_split; a page still refused is copied, then purged so it reads as zero. */
+static void os_move_keep_halves(char *src, size_t size, char *dst)
+{
+    if (size <= OS_PAGE) {
+        memcpy(dst, src, size);
+        os_purge(src, size);
+        return;
+    }
+    size_t half = (size / 2) & ~(size_t)(OS_PAGE - 1);
+    os_move_keep_piece(src, half, dst);
+    os_move_keep_piece(src + half, size - half, dst + half);
+}
+
+static void os_move_keep_piece(char *src, size_t size, char *dst)
+{
+    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst);
+    if (q != dst)
+        os_move_keep_halves(src, size, dst);
+}
+
+int os_move_keep_refused(void)
+{
+    return atomic_load_explicit(&keep_refused, memory_order_relaxed);
+}
+
+HAK_COLD int os_move_keep(void *src, size_t size, void *dst)
+{
+    if (atomic_load_explicit(&keep_refused, memory_order_relaxed))
+        return 0;
+    int e = errno;
+    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst);
+    int refused = q == MAP_FAILED && errno == EINVAL;   /* the flag, not the range (EFAULT) */
+    if (q != dst && !refused)
+        os_move_keep_halves(src, size, dst);
+    errno = e;
+    if (refused)
+        atomic_store_explicit(&keep_refused, 1, memory_order_relaxed);
+    return !refused;
 }

@@ -14,6 +14,12 @@ void *os_map(size_t size);                       /* zeroed, page-aligned, NULL o
 void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PAGE */
 void  os_unmap(void *p, size_t size);
 void  os_purge(void *p, size_t size);            /* give the pages back; they read as zero after */
+/* os_purge that also makes [p, p+size) part of the mapping around it again (a fresh mapping
+ * there, `huge` advised as os_advise_huge, which the kernel joins to its neighbours when they
+ * are what mmap made): pages moved in from elsewhere were a kernel mapping of their own.
+ * 0 if the kernel refused (then the pages are only purged, or, on a kernel that unmaps
+ * first, gone: mapped again if it can). */
+int   os_heal(void *p, size_t size, int huge);
 /* os_purge of n extents; `batched` (Phase 95): in one process_madvise call, so the kernel
  * flushes the TLB once for all of them (one madvise each where the kernel refuses). */
 void  os_purge_many(struct iovec *v, unsigned n, int batched);
@@ -33,6 +39,11 @@ int   os_move(void *src, size_t size, void *dst);
 /* os_move that cannot fail: a range across kernel mappings is moved in halves until each
  * piece lies in one mapping (a page the kernel still refuses is copied and unmapped). */
 void  os_move_split(void *src, size_t size, void *dst);
+/* Moves the pages of [src, src+size) over [dst, dst+size) as os_move_split does, but src
+ * stays mapped and reads as zero after (MREMAP_DONTUNMAP), so a hole never opens in a
+ * mapping that is cut into chunks.  0 when the kernel cannot (before 5.13): nothing moved. */
+int   os_move_keep(void *src, size_t size, void *dst);
+int   os_move_keep_refused(void);   /* 1 once the kernel has refused it: every call would */
 
 /* Bytes of every mapping made here and not unmapped, and bytes purged since start: relaxed
  * counters bumped beside each system call (the statistics' totals read them). */

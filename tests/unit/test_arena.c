@@ -22,8 +22,9 @@ static uintptr_t take(unsigned chunks, int *clean)
     uintptr_t a = arena_take(chunks, clean);
     if (a == 0) {                   /* no room yet: map an arena, as arena/pool.c does */
         unsigned n;
-        uintptr_t m = arena_map(chunks, &n, 0);
-        ck_assert(m != 0 && arena_add(m, n));
+        int huge = 0;
+        uintptr_t m = arena_map(chunks, &n, &huge);
+        ck_assert(m != 0 && arena_add(m, n, huge));
         a = arena_take(chunks, clean);
     }
     ck_assert(a != 0);
@@ -40,9 +41,10 @@ static uintptr_t fresh_arena(void)
     while (arena_take(1, &clean) != 0)
         ;
     unsigned n;
-    uintptr_t m = arena_map(1, &n, 0);
+    int huge = 0;
+    uintptr_t m = arena_map(1, &n, &huge);
     ck_assert(m != 0 && n >= 128);
-    ck_assert(arena_add(m, n));
+    ck_assert(arena_add(m, n, huge));
     return m;
 }
 
@@ -250,7 +252,8 @@ static int thp_kernel(void)
 START_TEST(test_huge_arena_mapping)
 {
     unsigned n;
-    uintptr_t h = arena_map(1, &n, 1), p = arena_map(1, &n, 0);
+    int huge = 1, small = 0;
+    uintptr_t h = arena_map(1, &n, &huge), p = arena_map(1, &n, &small);
     ck_assert(h != 0 && p != 0);
     ck_assert_uint_eq(h & (OS_HUGE_PAGE - 1), 0);       /* huge pages need 2 MiB boundaries */
     ck_assert_uint_eq(p & (HAK_CHUNK_SIZE - 1), 0);

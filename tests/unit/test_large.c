@@ -393,6 +393,33 @@ START_TEST(test_move_across_mappings)
 END_TEST
 
 
+START_TEST(test_move_keep)
+{
+    /* Pages moved over dst without unmapping src: src, across two kernel mappings here,
+     * stays mapped and reads as zero (an arena donating its free chunks' pages keeps no
+     * hole).  A kernel before 5.13 refuses, and nothing moves. */
+    size_t pg = 4096;
+    char *src = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *dst = mmap(NULL, 8 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(src, MAP_FAILED);
+    ck_assert_ptr_ne(dst, MAP_FAILED);
+    for (size_t i = 0; i < 8 * pg; i++)
+        src[i] = (char)(i / pg + 1);
+    ck_assert_int_eq(mprotect(src + 5 * pg, 3 * pg, PROT_READ), 0);
+    if (os_move_keep(src, 8 * pg, dst)) {
+        for (size_t i = 0; i < 8 * pg; i++) {
+            ck_assert_int_eq(dst[i], (char)(i / pg + 1));
+            ck_assert_int_eq(src[i], 0);
+        }
+        src[0] = 1;
+    } else {
+        ck_assert_int_eq(src[0], 1);
+    }
+    munmap(src, 8 * pg);
+    munmap(dst, 8 * pg);
+}
+END_TEST
+
 /* Blocks of the arenas (the default [large] arena_max).  Check forks each test, so the
  * arenas start empty and runs are carved in address order. */
 START_TEST(test_chunks_grow_in_place)
@@ -476,6 +503,31 @@ START_TEST(test_chunks_shared_with_regions)
 }
 END_TEST
 
+START_TEST(test_chunks_lent_to_huge)
+{
+    /* A block above arena_max that would fault in fresh pages takes the resident pages of
+     * free arena chunks instead (arena_donate): calloc still reads zero, and the chunks stay
+     * free, now reading as zero. */
+    size_t mb = 1 << 20, big = policy_now()->large_arena_max + mb;
+    char *a = hak_malloc(2 * mb);
+    memset(a, 0x5A, 2 * mb);
+    hak_free(a);
+    ck_assert_uint_ge(arena_pool_resident_free(), 2 * mb);
+    unsigned char *b = hak_calloc(1, big);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(arena_pool_resident_free(), 0);  /* moved (or, on an old kernel, purged) */
+    for (size_t i = 0; i < big; i += 512)
+        ck_assert_uint_eq(b[i], 0);
+    ck_assert_uint_eq(b[big - 1], 0);
+    char *c = hak_malloc(2 * mb);          /* a's chunks again; malloc does not zero them */
+    ck_assert_ptr_eq(c, a);
+    for (size_t i = 0; i < 2 * mb; i += 512)
+        ck_assert_int_eq(c[i], 0);
+    hak_free(c);
+    hak_free(b);
+}
+END_TEST
+
 START_TEST(test_chunks_double_free_reported)
 {
     static char report[512];
@@ -517,11 +569,13 @@ int main(void)
     tcase_add_test(tc, test_large_realloc_remap);
     tcase_add_test(tc, test_memory_returns);
     tcase_add_test(tc, test_move_across_mappings);
+    tcase_add_test(tc, test_move_keep);
     if (policy_now()->large_arena_max >= ((size_t)4 << 20)) {
         tcase_add_test(tc, test_chunks_grow_in_place);
         tcase_add_test(tc, test_chunks_move_when_blocked);
         tcase_add_test(tc, test_chunks_shrink_gives_tail);
         tcase_add_test(tc, test_chunks_shared_with_regions);
+        tcase_add_test(tc, test_chunks_lent_to_huge);
         tcase_add_test(tc, test_chunks_double_free_reported);
         tcase_add_test(tc, test_chunks_impossible_growth);
     } else if (policy_now()->large_arena_max == 0) {      /* unit-large-mapped */

@@ -74,6 +74,14 @@ COLOURS = {
     "hakmem": "#ff7f0e",
     "hakmem-pgo": "#d62728",
 }
+# Allocators added with --allocator take these in turn: one shared grey would merge their bars.
+EXTRA_COLOURS = ("#8c564b", "#e377c2", "#17becf", "#bcbd22", "#1a1a1a", "#aec7e8")
+
+# The names --allocator may not take.  Compared without case: "Mimalloc" beside "mimalloc"
+# would make two columns that a reader takes for one.
+BUILTIN_ALLOCATORS = ("glibc", *(key for key, _ in OTHER_ALLOCATORS), "hakmem", "hakmem-pgo")
+# An --allocator name stands in --allocators' comma list, in CSV cells and in Markdown tables.
+ALLOCATOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 @dataclass
@@ -85,6 +93,8 @@ class Setup:
     lib: Optional[Path] = None
     config: Optional[Path] = None
     policy_env: Dict[str, str] = field(default_factory=dict)
+    ours: bool = False           # a hakmem build: "Where hakmem stands" sets it against the others
+    colour: Optional[str] = None  # in the charts; None: COLOURS by key
 
     def env(self, program: Optional[Path] = None) -> Dict[str, str]:
         extra = dict(self.policy_env)
@@ -285,9 +295,9 @@ class Measured:
         code = int(fields["exit"]) if "exit" in fields else 128 + int(fields.get("signal", 0))
         # ld.so only warns and runs the program with glibc when a preload fails; that would
         # file glibc's numbers under another allocator's name.
-        preload_errors = [line for line in stderr.splitlines() if "ld.so" in line and "LD_PRELOAD" in line]
-        if preload_errors:
-            return RunResult(False, metrics, f"preload failed: {preload_errors[0].strip()}", code, tail, stdout)
+        preload_error = find_preload_error(stderr)
+        if preload_error:
+            return RunResult(False, metrics, f"preload failed: {preload_error}", code, tail, stdout)
         if code != 0:
             return RunResult(False, metrics, describe_exit(code), code, tail, stdout)
         return RunResult(True, metrics, "", 0, tail, stdout)
@@ -295,6 +305,14 @@ class Measured:
     @staticmethod
     def _tail(text: str) -> str:
         return "\n".join(text.splitlines()[-STDERR_TAIL_LINES:])
+
+
+def find_preload_error(stderr: str) -> Optional[str]:
+    """ld.so's `ERROR: ld.so: object ... from LD_PRELOAD cannot be preloaded (...): ignored.`"""
+    for line in stderr.splitlines():
+        if "ld.so" in line and "LD_PRELOAD" in line:
+            return line.strip()
+    return None
 
 
 def run_command(argv: Sequence[str], extra_env: Dict[str, str], base_env: Dict[str, str], timeout: float,
@@ -753,8 +771,9 @@ def ab_report(plan: AbPlan, sides: List[Setup], dropped: List[str],
 
 
 def compare_setups(build_dir: Path, pgo_dir: Optional[Path], pgo_explicit: bool,
-                   wanted: Optional[List[str]]) -> Tuple[List[Setup], List[str]]:
-    """Every allocator to run, plus one line per allocator saying where it came from or why not."""
+                   wanted: Optional[List[str]], extras: Sequence[Setup] = ()) -> Tuple[List[Setup], List[str]]:
+    """Every allocator to run, plus one line per allocator saying where it came from or why not.
+    The user's (--allocator) stand after the installed peers, so hakmem's rows stay last."""
     notes = []
     setups = [Setup("glibc", "glibc")]
     notes.append("glibc: the system allocator (no preload)")
@@ -765,10 +784,13 @@ def compare_setups(build_dir: Path, pgo_dir: Optional[Path], pgo_explicit: bool,
             notes.append(f"{key}: found {path}")
         else:
             notes.append(f"{key}: skipped, {soname} not installed (scripts/deps.sh bench installs it)")
+    for extra in extras:
+        setups.append(extra)
+        notes.append(f"{extra.key}: {extra.lib} (given with --allocator)")
     std = build_dir / "libhakmem.so"
     if not std.is_file():
         fail(f"compare: {std} not found (run: ninja -C {build_dir})")
-    setups.append(Setup("hakmem", "hakmem Standard", lib=std.resolve()))
+    setups.append(Setup("hakmem", "hakmem Standard", lib=std.resolve(), ours=True))
     notes.append(f"hakmem Standard: {std.resolve()}")
     pgo = pgo_setup(pgo_dir, pgo_explicit, std, notes)
     if pgo:
@@ -804,7 +826,65 @@ def pgo_setup(pgo_dir: Optional[Path], explicit: bool, std: Path, notes: List[st
     # A PGO library older than the Standard one was built from older sources.
     if lib.stat().st_mtime < std.stat().st_mtime:
         notes.append(f"warning: {lib} is older than {std}; rerun scripts/pgo.sh for a current FAST PGO build")
-    return Setup("hakmem-pgo", "hakmem FAST PGO", lib=lib.resolve())
+    return Setup("hakmem-pgo", "hakmem FAST PGO", lib=lib.resolve(), ours=True)
+
+
+def extra_allocators(items: Sequence[str], env: Dict[str, str]) -> List[Setup]:
+    """The --allocator NAME=PATH libraries, each checked before anything runs: a library that
+    ld.so refuses would otherwise run every workload on glibc and fail every cell of its column."""
+    extras: List[Setup] = []
+    builtin = {name.lower(): name for name in BUILTIN_ALLOCATORS}
+    seen: Dict[str, str] = {}
+    for item in items:
+        name, sep, given = item.partition("=")
+        what = f"compare: --allocator '{item}'"
+        if not sep:
+            fail(f"{what}: wants NAME=PATH, e.g. --allocator mimalloc-2.4=/opt/mimalloc/lib/libmimalloc.so")
+        if not name:
+            fail(f"{what}: the name before '=' is empty")
+        if not ALLOCATOR_NAME.fullmatch(name):
+            fail(f"{what}: the name may hold only letters, digits and . _ + - (it stands in --allocators' "
+                 "comma list and in the report's tables), starting with a letter or digit")
+        if name.lower() in builtin:
+            fail(f"{what}: '{name}' is the name of the built-in {builtin[name.lower()]} (built-in names, in any "
+                 f"case: {', '.join(BUILTIN_ALLOCATORS)}); choose another, e.g. {name}-custom")
+        if name.lower() in seen:
+            fail(f"{what}: the name '{name}' is taken by --allocator '{seen[name.lower()]}' (names are compared "
+                 "without case); give each library its own name")
+        seen[name.lower()] = item
+        if not given:
+            fail(f"{what}: no library after '='")
+        path = Path(given)
+        if not path.exists():
+            fail(f"{what}: {given}: no such file")
+        if path.is_dir():
+            fail(f"{what}: {given}: is a directory, not a shared library")
+        # ld.so splits LD_PRELOAD at spaces and colons.
+        lib = path.resolve()
+        if re.search(r"[\s:]", str(lib)):
+            fail(f"{what}: {lib}: LD_PRELOAD cannot name a path with a space or a colon; link it from another path")
+        check_preloadable(lib, env, what)
+        extras.append(Setup(name, name, lib=lib, colour=EXTRA_COLOURS[len(extras) % len(EXTRA_COLOURS)]))
+    return extras
+
+
+def check_preloadable(lib: Path, env: Dict[str, str], what: str) -> None:
+    """Whether ld.so preloads lib into a program that does nothing: it refuses a file that is not
+    a shared object (text, an executable, the wrong architecture) only with a warning."""
+    argv = ["/bin/true"]
+    try:
+        proc = subprocess.run(argv, env={**env, "LD_PRELOAD": str(lib)}, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        fail(f"{what}: cannot check {lib} with {command_line(argv, {'LD_PRELOAD': str(lib)})}: {exc}")
+    refused = find_preload_error(proc.stderr)
+    if refused:
+        fail(f"{what}: not a loadable shared library: {refused}")
+    if proc.returncode != 0:
+        said = proc.stderr.strip().splitlines()[:1] or ["(nothing on stderr)"]
+        fail(f"{what}: {command_line(argv, {'LD_PRELOAD': str(lib)})} failed with {describe_exit(proc.returncode)}: "
+             f"{said[0]}")
 
 
 def parse_bench_args(items: Sequence[str]) -> Dict[str, List[str]]:
@@ -935,9 +1015,9 @@ def standing_table(workloads: List[Workload], setups: List[Setup], summary: List
     if not workloads:
         return ""
     cell = {(r["benchmark"], r["allocator"]): r for r in summary}
-    peers = [s for s in setups if not s.key.startswith("hakmem")]
+    peers = [s for s in setups if not s.ours]
     out = []
-    for h in [s for s in setups if s.key.startswith("hakmem")]:
+    for h in [s for s in setups if s.ours]:
         out += [f"#### {h.label} against each peer (time / CPU / peak RSS, ratio {h.label} ÷ peer; "
                 f"below 1.00: {h.label} wins)",
                 "", "| workload | " + " | ".join(p.label for p in peers) + " |",
@@ -983,6 +1063,7 @@ def svg_grouped_bars(title: str, subtitle: str, groups: List[str], series: List[
         return top + plot_h - v / y_max * plot_h
 
     e = html.escape
+    fill = {s.key: s.colour or COLOURS.get(s.key, "#333") for s in series}
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
@@ -993,7 +1074,7 @@ def svg_grouped_bars(title: str, subtitle: str, groups: List[str], series: List[
         label_w = 18 + 7 * len(s.label) + 16
         if lx + label_w > width - right:
             lx, ly = left, ly + 18
-        parts.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{COLOURS.get(s.key, "#333")}"/>')
+        parts.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{fill[s.key]}"/>')
         parts.append(f'<text x="{lx + 16}" y="{ly}">{e(s.label)}</text>')
         lx += label_w
     tick = 0.0
@@ -1014,7 +1095,7 @@ def svg_grouped_bars(title: str, subtitle: str, groups: List[str], series: List[
                              f'fill="#c00" font-size="10">{mark}</text>')
                 continue
             parts.append(f'<rect x="{x + 1}" y="{y(v):.1f}" width="{bar_w - 2}" height="{y(0) - y(v):.1f}" '
-                         f'fill="{COLOURS.get(s.key, "#333")}"><title>{e(g)} {e(s.label)}: {v:.2f}x</title></rect>')
+                         f'fill="{fill[s.key]}"><title>{e(g)} {e(s.label)}: {v:.2f}x</title></rect>')
             parts.append(f'<text transform="translate({x + bar_w / 2 + 3.5:.1f},{y(v) - 3:.1f}) rotate(-90)" '
                          f'font-size="10">{v:.2f}</text>')
         parts.append(f'<text x="{gx + group_w / 2:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{e(g)}</text>')
@@ -1076,9 +1157,10 @@ def compare_parser(root: Path) -> Parser:
     p = Parser(
         prog="hakmem compare",
         description="Run the built-in benchmarks, the real-application suite, or PROGRAM under glibc, the installed "
-                    "mimalloc/jemalloc/tcmalloc, hakmem Standard and hakmem FAST PGO, interleaved; write medians, "
-                    "tables and charts.",
+                    "mimalloc/jemalloc/tcmalloc, any library given with --allocator, hakmem Standard and hakmem "
+                    "FAST PGO, interleaved; write medians, tables and charts.",
         epilog="Examples: hakmem compare --runs 7; hakmem compare --suite apps --runs 3; "
+               "hakmem compare --allocator mimalloc-2.4=/opt/mimalloc/lib/libmimalloc.so; "
                "hakmem compare -- python3 script.py")
     p.add_argument("--runs", type=int, default=5, help="runs of each workload under each allocator (default: 5)")
     p.add_argument("--suite", choices=("bench", "apps", "all", "none"),
@@ -1088,7 +1170,11 @@ def compare_parser(root: Path) -> Parser:
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply every application's work by this factor (default: 1)")
     p.add_argument("--port", type=int, help="TCP port on 127.0.0.1 for the redis server (default: a free one)")
-    p.add_argument("--allocators", help="comma-separated subset of glibc,mimalloc,jemalloc,tcmalloc,hakmem,hakmem-pgo")
+    p.add_argument("--allocators", help="comma-separated subset of glibc,mimalloc,jemalloc,tcmalloc,hakmem,hakmem-pgo "
+                                        "and the names given with --allocator")
+    p.add_argument("--allocator", action="append", default=[], metavar="NAME=PATH",
+                   help="one more allocator: the shared library PATH, preloaded like the others, in a column "
+                        "named NAME (repeatable)")
     p.add_argument("--bench-args", action="append", default=[], metavar="NAME=ARGS",
                    help="arguments for one benchmark, e.g. --bench-args 'ssot=5000000 400' (repeatable)")
     p.add_argument("--allow-output-diff", action="store_true",
@@ -1151,6 +1237,7 @@ def cmd_compare(argv: List[str]) -> int:
     if suite == "none" and not program:
         p.error("--suite none needs a PROGRAM after --")
     set_measure_tool(opts.build_dir)
+    extras = extra_allocators(opts.allocator, clean_env()[0])
 
     workloads: List[Workload] = []
     missing_apps: List[str] = []
@@ -1160,7 +1247,7 @@ def cmd_compare(argv: List[str]) -> int:
         workloads.append(program_workload(program, not opts.allow_output_diff))
     pgo_dir = None if opts.no_pgo else opts.pgo_build_dir or root / "build-pgo"
     wanted = [a for a in opts.allocators.split(",") if a] if opts.allocators else None
-    setups, notes = compare_setups(opts.build_dir, pgo_dir, opts.pgo_build_dir is not None, wanted)
+    setups, notes = compare_setups(opts.build_dir, pgo_dir, opts.pgo_build_dir is not None, wanted, extras)
     base_env, dropped = clean_env()
 
     started = datetime.datetime.now().astimezone()

@@ -4,6 +4,8 @@ rusage, output comparison, and one clear message with a non-zero exit for every 
 
 import csv
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -319,6 +321,129 @@ class TestApps(unittest.TestCase):
         self.assertEqual(rows[("tools-tprog", "glibc")]["status"], "ok")
         self.assertEqual(rows[("tools-tprog", "hakmem")]["status"], "FAIL")
         self.assertIn("output differs from glibc's", rows[("tools-tprog", "hakmem")]["error"])
+
+
+class TestExtra(unittest.TestCase):
+    """compare --allocator NAME=PATH: a column of its own with real numbers, or one clear error
+    and exit status 2 before anything runs."""
+
+    # ssot at 1 % of its default steps: the whole sweep in well under a second per allocator.
+    SMALL = ["--runs", "1", "--no-pgo", "--benches", "ssot", "--bench-args", "ssot=200000 400",
+             "--build-dir", str(BUILD)]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+        self.env = {**os.environ, "TMPDIR": str(self.dir)}
+        # A copy and a symlink: two more libraries that load, without depending on which
+        # allocators Debian has installed here.
+        self.copy = self.dir / "libhakmem-copy.so"
+        shutil.copy(LIB, self.copy)
+        self.link = self.dir / "libhakmem-link.so"
+        self.link.symlink_to(LIB)
+        self.out = self.dir / "out"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def compare(self, *args):
+        return hakmem("compare", *self.SMALL, "--out", str(self.out), *args, env=self.env)
+
+    def summary(self):
+        with open(self.out / "summary.csv") as f:
+            return {(r["benchmark"], r["allocator"]): r for r in csv.DictReader(f)}
+
+    def test_two_more_columns_with_numbers(self):
+        code, out, err = self.compare("--allocator", f"hakmem-copy={self.copy}",
+                                      "--allocator", f"hakmem-link={self.link}")
+        self.assertEqual(code, 0, err)
+        rows = self.summary()
+        for name, lib in (("hakmem-copy", self.copy), ("hakmem-link", Path(LIB).resolve())):
+            row = rows[("ssot", name)]
+            self.assertEqual((row["status"], row["label"], row["library"]), ("ok", name, str(lib)))
+            self.assertGreater(float(row["median_ops_per_sec"]), 1e5)
+            self.assertGreater(float(row["median_peak_rss_kb"]), 100)
+            self.assertGreater(float(row["speed_vs_glibc"]), 0)
+            self.assertGreater(float(row["rss_vs_glibc"]), 0)
+            # The same number in the console table and in report.md.
+            line = rf"(?m)^\| {name} \| [0-9.]+ [kM]? ?\| [0-9.]+x \| [0-9,]+ KB \| [0-9.]+x \|$"
+            self.assertRegex(out, line)
+            self.assertRegex((self.out / "report.md").read_text(), line)
+            self.assertIn(f"{name}: {lib} (given with --allocator)", err)
+            for chart in ("throughput.svg", "peak_rss.svg"):
+                self.assertRegex((self.out / chart).read_text(), rf"<title>ssot {name}: [0-9.]+x</title>")
+        # The user's columns stand after the installed peers and before hakmem's own.
+        order = [a for (_, a) in rows]
+        self.assertLess(order.index("glibc"), order.index("hakmem-copy"))
+        self.assertEqual(order.index("hakmem-link"), order.index("hakmem-copy") + 1)
+        self.assertEqual(order[-1], "hakmem")
+        with open(self.out / "raw.csv") as f:
+            raw = [r for r in csv.DictReader(f) if r["allocator"] == "hakmem-copy"]
+        self.assertEqual(len(raw), 1)
+        self.assertIn(f"LD_PRELOAD={self.copy}", raw[0]["command"])
+        # Two bars of their own colour each, not the grey of an unknown key.
+        svg = (self.out / "throughput.svg").read_text()
+        fills = [re.search(rf'fill="(#[0-9a-f]+)"><title>ssot {n}:', svg).group(1)
+                 for n in ("hakmem-copy", "hakmem-link")]
+        self.assertNotEqual(fills[0], fills[1])
+        self.assertNotIn("#333", fills)
+
+    def test_allocators_takes_the_new_names(self):
+        code, out, err = self.compare("--allocators", "glibc,hakmem-copy", "--allocator", f"hakmem-copy={self.copy}")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(sorted(a for (_, a) in self.summary()), ["glibc", "hakmem-copy"])
+        self.assertIn("left out by --allocators: ", err)
+
+    def test_a_peer_where_hakmem_stands(self):
+        # Against a program (not a benchmark) the report sets each hakmem build against every
+        # peer: the user's library is a peer, not a hakmem build, even when it is one.
+        code, out, err = hakmem("compare", "--runs", "1", "--no-pgo", "--build-dir", str(BUILD), "--out",
+                                str(self.out), "--allocators", "glibc,hakmem-copy,hakmem",
+                                "--allocator", f"hakmem-copy={self.copy}", "--", TPROG, "touch", "8", env=self.env)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| workload | glibc | hakmem-copy |", out)
+        self.assertNotIn("#### hakmem-copy", out)
+        self.assertGreaterEqual(float(self.summary()[("tools-tprog", "hakmem-copy")]["median_peak_rss_kb"]),
+                                8 * 1024)
+
+    def assert_refused(self, args, *needles):
+        code, out, err = self.compare(*args)
+        self.assertEqual(code, 2, err)
+        lines = [line for line in err.splitlines() if line.startswith("hakmem: error:")]
+        self.assertEqual(len(lines), 1, err)
+        self.assertNotIn("Traceback", err)
+        for n in needles:
+            self.assertIn(n, lines[0])
+        # Refused before anything ran: no run on stderr, no results folder.
+        self.assertNotIn("[compare]", err)
+        self.assertFalse(self.out.exists())
+
+    def test_bad_input(self):
+        text = self.dir / "notes.txt"
+        text.write_text("not a library, only text long enough to hold an ELF header\n" * 4)
+        spaced = self.dir / "with space"
+        spaced.mkdir()
+        shutil.copy(LIB, spaced / "libhakmem.so")
+        cases = [
+            (["--allocator", str(self.copy)], "wants NAME=PATH"),
+            (["--allocator", f"={self.copy}"], "the name before '=' is empty"),
+            (["--allocator", f"my,lib={self.copy}"], "the name may hold only letters"),
+            (["--allocator", f"mimalloc={self.copy}"], "'mimalloc' is the name of the built-in mimalloc"),
+            (["--allocator", f"Hakmem-PGO={self.copy}"], "the name of the built-in hakmem-pgo"),
+            (["--allocator", f"mine={self.copy}", "--allocator", f"Mine={self.link}"],
+             "the name 'Mine' is taken by --allocator 'mine="),
+            (["--allocator", "mine="], "no library after '='"),
+            (["--allocator", "mine=/nonexistent/libx.so"], "/nonexistent/libx.so: no such file"),
+            (["--allocator", f"mine={self.dir}"], "is a directory, not a shared library"),
+            (["--allocator", f"mine={text}"], "not a loadable shared library", "invalid ELF header"),
+            (["--allocator", f"mine={TPROG}"], "not a loadable shared library", "cannot dynamically load"),
+            (["--allocator", f"mine={spaced / 'libhakmem.so'}"], "LD_PRELOAD cannot name a path with a space"),
+            (["--allocator", f"mine={self.copy}", "--allocators", "glibc,yours"],
+             "not available: yours", "mine"),
+        ]
+        for args, *needles in cases:
+            with self.subTest(args=args):
+                self.assert_refused(args, *needles)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ struct policy_snapshot {
     uint8_t  route[HAK_NCLASSES + 1];    /* and SLOT_CLASS_NONE's: always ROUTE_NONE */
     uint8_t  phase90, phase91, phase93, observe;
     uint8_t  phase100;                  /* mid blocks from spans (api_malloc_mid); a publisher clears it */
+    uint8_t  phase102;                  /* slots grow (slots/refill.c); in the padding before slots_cap */
     uint16_t slots_cap;
     uint64_t epoch;
     size_t   table91_max;               /* HAK_TINY_MAX with Phase 91 on, else 0: sizes the table routes */

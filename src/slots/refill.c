@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include "slots.h"
 #include "../arena/arena.h"
+#include "../os/os.h"
 
 #define REFILL_SCAN 16      /* other owned regions looked at per refill before taking a new one */
 
@@ -161,6 +162,32 @@ static unsigned refill_want(struct heap *h, unsigned cls, unsigned max)
     return w;
 }
 
+/* Phase 102: slots that overflowed since the class's last refill and have run empty again
+ * are narrower than the bursts the thread allocates and frees: they double, up to
+ * SLOTS_GROW_MAX blocks and SLOTS_GROW_BYTES (a fixed 64 sent every block past them home
+ * and took it back by a tag scan).  They are empty, so nothing moves: the top goes to the
+ * bigger array.  The limit is swapped by a CAS, since a publisher may clear it meanwhile
+ * (heap_invalidate_all); then the owner's next free misses and the refresh sets it from
+ * slot_grown.  Returns the capacity now. */
+static unsigned slots_grow(struct heap *h, unsigned cls, unsigned cap)
+{
+    unsigned most = SLOTS_GROW_BYTES / class_table[cls].size;
+    if (most > SLOTS_GROW_MAX)
+        most = SLOTS_GROW_MAX;
+    void **lim = slots_lim(h, cls);
+    if (cap >= most || lim == NULL)
+        return cap;
+    if (h->slot_big[cls] == NULL
+        && (h->slot_big[cls] = os_map((SLOTS_GROW_MAX + 1) * sizeof(void *))) == NULL)
+        return cap;                     /* item 0, zero, is the sentinel */
+    unsigned grown = 2 * cap < most ? 2 * cap : most;
+    h->slot_grown[cls] = (uint16_t)grown;
+    h->slot_top[SLOT_INDEX(cls)] = h->slot_big[cls];
+    __atomic_compare_exchange_n(&h->slot_lim[SLOT_INDEX(cls)], &lim, h->slot_big[cls] + grown, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return grown;
+}
+
 HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
 {
     void *buf[HAK_SLOTS_CAP_MAX > 256 ? HAK_SLOTS_CAP_MAX : 256];
@@ -176,6 +203,12 @@ HAK_COLD void *heap_alloc_class(struct heap *h, unsigned cls)
             OBS_INC(h, refills, cls);
             heap_obs_sync(h);
             unsigned cap = slots_cap(h, cls);
+            struct class_regions *cr = &h->regions[cls];
+            if (cr->scan & SCAN_SPILLED) {
+                cr->scan &= (uint8_t)~SCAN_SPILLED;
+                if (HAK_PHASE102 && h->snap.phase102)
+                    cap = slots_grow(h, cls, cap);
+            }
             unsigned want = refill_want(h, cls, cap / 2);
             /* Straight into the empty slots, the last block taken on top: a carve puts
              * the lowest address there (region_take), so fresh blocks pop in address order. */

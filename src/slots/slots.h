@@ -25,6 +25,10 @@ struct class_regions {
      * header of a 16-region scan before every new region. */
     uint8_t  scan;                   /* (heap.remote_scan holds the same for other threads) */
 };
+/* scan's second bit (Phase 102): the class's slots overflowed since its last refill.  The
+ * overflowing free stores both bits in the one store it made already. */
+#define SCAN_REGIONS 1u
+#define SCAN_SPILLED 2u
 
 /* Phase 100: the heap's spans and their free runs, binned by length (region/span_layout.h).  Only
  * the owner touches it. */
@@ -56,6 +60,9 @@ struct heap_obs {
 #define RCACHE_SIZE 256
 #define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
 #define REFILL_START 4      /* blocks a heap's first refill of a class takes (slow start) */
+/* Phase 102: how far a class's slots may grow, in blocks and in the bytes they hold. */
+#define SLOTS_GROW_MAX   2048u
+#define SLOTS_GROW_BYTES (128u << 10)
 
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */
@@ -76,6 +83,10 @@ struct heap {
     void   **slot_lim[SLOT_NINDEX];     /* apart from the tops: both scale by 8 */
     void    *slot_none;              /* the sentinel every non-slots class's top points at */
     void    *slot_items[HAK_NTINY][HAK_SLOTS_CAP_MAX + 1];
+    /* Phase 102: a class that outgrew slot_items: its slots (blocks, 0 if it has not) and
+     * the array that holds them, mapped at the first growth and kept for the heap's life. */
+    uint16_t slot_grown[HAK_NTINY];
+    void   **slot_big[HAK_NTINY];
     struct list_bin lists[HAK_NCLASSES];
 #if HAK_PHASE93
     /* Phase 93: this heap's own tiny regions, direct-mapped by the low byte of the chunk
@@ -157,6 +168,12 @@ struct heap_thread {
 extern HAK_TLS struct heap_thread heap_thread;
 #define heap_tls (heap_thread.heap)
 
+/* The array of cls's slots, item 0 its sentinel. */
+HAK_INLINE void **slots_base(const struct heap *h, unsigned cls)
+{
+    return h->slot_grown[cls] ? h->slot_big[cls] : (void **)h->slot_items[cls];
+}
+
 HAK_INLINE void **slots_lim(struct heap *h, unsigned cls)
 {
     return HAK_LOAD_RELAXED(h->slot_lim[SLOT_INDEX(cls)]);
@@ -196,29 +213,34 @@ HAK_INLINE void slots_reset(struct heap *h)
 {
     for (unsigned i = 0; i < SLOT_NINDEX; i++)
         h->slot_top[i] = &h->slot_none;
-    for (unsigned c = 0; c < HAK_NTINY; c++)
+    for (unsigned c = 0; c < HAK_NTINY; c++) {
+        h->slot_grown[c] = 0;           /* a reused heap starts small again */
         h->slot_top[SLOT_INDEX(c)] = &h->slot_items[c][0];
+    }
 }
 
 /* The limits the snapshot's routes and capacity give (caller: the heap lock, as a
  * publisher may clear them meanwhile). */
 HAK_INLINE void slots_set_limits(struct heap *h)
 {
-    for (unsigned c = 0; c < HAK_NCLASSES; c++)
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        unsigned cap = c < HAK_NTINY && h->snap.phase102 && h->slot_grown[c] > h->snap.slots_cap
+                       ? h->slot_grown[c] : h->snap.slots_cap;
         __atomic_store_n(&h->slot_lim[SLOT_INDEX(c)], h->snap.route[c] == ROUTE_SLOTS
-                         ? &h->slot_items[c][h->snap.slots_cap] : NULL, __ATOMIC_RELAXED);
+                         ? slots_base(h, c) + cap : NULL, __ATOMIC_RELAXED);
+    }
 }
 
 /* Items cached and room, as numbers, for the cold paths and tests. */
 HAK_INLINE unsigned slots_count(const struct heap *h, unsigned cls)
 {
-    return cls < HAK_NTINY ? (unsigned)(h->slot_top[SLOT_INDEX(cls)] - h->slot_items[cls]) : 0;
+    return cls < HAK_NTINY ? (unsigned)(h->slot_top[SLOT_INDEX(cls)] - slots_base(h, cls)) : 0;
 }
 
 HAK_INLINE unsigned slots_cap(struct heap *h, unsigned cls)
 {
     void **lim = slots_lim(h, cls);
-    return lim ? (unsigned)(lim - h->slot_items[cls]) : 0;
+    return lim ? (unsigned)(lim - slots_base(h, cls)) : 0;
 }
 
 /* refill.c: the heap's regions, refill and spill (the caller holds no lock; these take the
@@ -253,7 +275,7 @@ HAK_INLINE void heap_put_home(struct heap *h, struct region *r, void *p)
  * free has the tag's address and knows the class is tiny. */
 HAK_INLINE void heap_put_home_tiny(struct heap *h, struct region *r, uint8_t *tag)
 {
-    h->regions[r->cls].scan = 1;
+    h->regions[r->cls].scan = SCAN_REGIONS | SCAN_SPILLED;
     region_home_put_tiny(r, tag);
     if (unlikely(--r->used == 0))
         heap_region_emptied(h, r);

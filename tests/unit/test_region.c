@@ -250,7 +250,7 @@ START_TEST(test_home_block_double_free)
     ck_assert_uint_eq(*region_tag(r, (uintptr_t)p), TAG_HOME);
     ck_assert_uint_eq(r->nhome, nhome + 1);         /* counted home, out of use */
     ck_assert_uint_eq(r->used, used - 1);
-    ck_assert_uint_eq(h->regions[c].scan, 1);       /* the class's refill looks */
+    ck_assert_uint_eq(h->regions[c].scan & SCAN_REGIONS, SCAN_REGIONS);   /* the class's refill looks */
     ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
     for (unsigned i = cap + 1; i < n; i++)
         hak_free(blk[i]);

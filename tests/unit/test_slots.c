@@ -4,6 +4,7 @@
 #include <check.h>
 #include "check_run.h"
 #include <stdlib.h>
+#include <string.h>
 #include "hakmem.h"
 #include "testutil.h"
 #include "cold/cold.h"
@@ -95,6 +96,56 @@ START_TEST(test_slots_overflow_to_region)
 }
 END_TEST
 
+/* Bursts of `width` blocks of `size`, each allocated and then freed in order, `rounds` times;
+ * the slots' capacity after each round is checked against `most` and returned. */
+static unsigned bursts(struct heap *h, size_t size, unsigned width, unsigned rounds, unsigned most)
+{
+    static void *blk[3000];
+    unsigned c = class_of_size(size);
+    ck_assert_uint_le(width, 3000);
+    for (unsigned r = 0; r < rounds; r++) {
+        for (unsigned i = 0; i < width; i++) {
+            blk[i] = hak_malloc(size);
+            ck_assert_ptr_nonnull(blk[i]);
+            memset(blk[i], (int)i, size);
+        }
+        for (unsigned i = 0; i < width; i++)
+            hak_free(blk[i]);
+        ck_assert_uint_le(slots_cap(h, c), most);
+        ck_assert_uint_le(slots_count(h, c), slots_cap(h, c));
+    }
+    return slots_cap(h, c);
+}
+
+START_TEST(test_slots_grow)
+{
+    /* Phase 102: slots that overflowed and then ran empty double, up to SLOTS_GROW_MAX
+     * blocks and SLOTS_GROW_BYTES, and a burst that fits then stays in them whole: no block
+     * goes home, none is taken back.  With the phase off (unit-slots-phase102-off) the
+     * capacity stays [slots] capacity. */
+    struct heap *h = heap_now();
+    char v[8], src[64];
+    ck_assert_int_eq(hak_policy_get("phases.phase102", v, sizeof v, src, sizeof src), 0);
+    int on = HAK_PHASE102 && strcmp(v, "on") == 0;
+    unsigned c = class_of_size(32), cap0 = slots_cap(h, c);
+    unsigned most = SLOTS_GROW_BYTES / class_size(c) < SLOTS_GROW_MAX ? SLOTS_GROW_BYTES / class_size(c) : SLOTS_GROW_MAX;
+    ck_assert_uint_eq(bursts(h, 32, 3000, 12, on ? most : cap0), on ? most : cap0);
+    ck_assert_uint_eq(slots_count(h, c), on ? most : cap0);     /* full after the frees */
+    /* grown: a burst narrower than the slots is served and taken back by them alone */
+    struct region *r = region_of_tiny(h->slot_top[SLOT_INDEX(c)][0]);
+    uint32_t nhome = r->nhome;
+    bursts(h, 32, on ? most / 2 : cap0, 3, on ? most : cap0);
+    ck_assert_uint_eq(slots_count(h, c), on ? most : cap0);
+    if (on)
+        ck_assert_uint_eq(r->nhome, nhome);
+    /* the bound by bytes: 1 KiB blocks grow to 128 */
+    c = class_of_size(1024);
+    cap0 = slots_cap(h, c);
+    most = SLOTS_GROW_BYTES / class_size(c);
+    ck_assert_uint_eq(bursts(h, 1024, 300, 6, on ? most : cap0), on ? most : cap0);
+}
+END_TEST
+
 START_TEST(test_list_route_bounded)
 {
     ck_assert_int_eq(policy_load_text("[route]\nC2 = tlist\n"), 0);   /* slots by default */
@@ -171,6 +222,7 @@ int main(void)
     tcase_add_test(tc, test_slots_lifo);
     tcase_add_test(tc, test_slots_refill_slow_start);
     tcase_add_test(tc, test_slots_overflow_to_region);
+    tcase_add_test(tc, test_slots_grow);
     tcase_add_test(tc, test_list_route_bounded);
     tcase_add_test(tc, test_mid_route_list);
     tcase_add_test(tc, test_flush_returns_everything);

@@ -251,51 +251,48 @@ HAK_COLD int os_move(void *src, size_t size, void *dst)
     return q == dst;
 }
 
-HAK_COLD void os_move_split(void *src, size_t size, void *dst)
-{
-    if (os_move(src, size, dst))
-        return;
-    if (size <= OS_PAGE) {
-        memcpy(dst, src, size);
-        os_unmap(src, size);
-        return;
-    }
-    /* Each failed attempt costs one cheap syscall (the kernel checks the mapping first),
-     * so a range with k mapping boundaries takes about 2k log2(pages) calls. */
-    size_t half = (size / 2) & ~(size_t)(OS_PAGE - 1);
-    os_move_split(src, half, dst);
-    os_move_split((char *)src + half, size - half, (char *)dst + half);
-}
-
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
 #endif
 
-/* Set once a kernel has refused MREMAP_DONTUNMAP: every later call gives up at once. */
-static _Atomic int keep_refused;
+/* One mremap of [src, src+size) onto dst; `keep`: src stays mapped and reads as zero after
+ * (MREMAP_DONTUNMAP). */
+static int move_once(char *src, size_t size, char *dst, int keep)
+{
+    if (!keep)
+        return os_move(src, size, dst);
+    return mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst) == dst;
+}
 
-static void os_move_keep_piece(char *src, size_t size, char *dst);
-
-/* A range the kernel would not move whole (it crosses kernel mappings): in halves, as
- * os_move_split; a page still refused is copied, then purged so it reads as zero. */
-static void os_move_keep_halves(char *src, size_t size, char *dst)
+/* A range the kernel would not move whole (it crosses kernel mappings): in halves until each
+ * piece lies in one mapping; a page still refused is copied, its source unmapped (or with
+ * `keep` purged).  Each failed attempt costs one cheap syscall (the kernel checks the mapping
+ * first), so a range with k mapping boundaries takes about 2k log2(pages) calls. */
+static void move_halves(char *src, size_t size, char *dst, int keep)
 {
     if (size <= OS_PAGE) {
         memcpy(dst, src, size);
-        os_purge(src, size);
+        if (keep)
+            os_purge(src, size);
+        else
+            os_unmap(src, size);
         return;
     }
     size_t half = (size / 2) & ~(size_t)(OS_PAGE - 1);
-    os_move_keep_piece(src, half, dst);
-    os_move_keep_piece(src + half, size - half, dst + half);
+    if (!move_once(src, half, dst, keep))
+        move_halves(src, half, dst, keep);
+    if (!move_once(src + half, size - half, dst + half, keep))
+        move_halves(src + half, size - half, dst + half, keep);
 }
 
-static void os_move_keep_piece(char *src, size_t size, char *dst)
+HAK_COLD void os_move_split(void *src, size_t size, void *dst)
 {
-    void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst);
-    if (q != dst)
-        os_move_keep_halves(src, size, dst);
+    if (!os_move(src, size, dst))
+        move_halves(src, size, dst, 0);
 }
+
+/* Set once a kernel has refused MREMAP_DONTUNMAP: every later call gives up at once. */
+static _Atomic int keep_refused;
 
 int os_move_keep_refused(void)
 {
@@ -310,7 +307,7 @@ HAK_COLD int os_move_keep(void *src, size_t size, void *dst)
     void *q = mremap(src, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst);
     int refused = q == MAP_FAILED && errno == EINVAL;   /* the flag, not the range (EFAULT) */
     if (q != dst && !refused)
-        os_move_keep_halves(src, size, dst);
+        move_halves(src, size, dst, 1);
     errno = e;
     if (refused)
         atomic_store_explicit(&keep_refused, 1, memory_order_relaxed);

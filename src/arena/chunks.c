@@ -221,16 +221,30 @@ static unsigned arena_maps(const struct arena *ar)
     return n;
 }
 
-/* Pages of [i, i + n) about to be given back: if any is foreign, the whole extent becomes
- * the arena's own mapping again instead (os_heal, which purges it too).  1 if so. */
+/* Pages of [i, i + n), free or busy, about to be given back: if any is foreign, the whole
+ * extent becomes the arena's own mapping again instead (os_heal, which purges it too).  1 if
+ * so, 0 if none is foreign, -1 if the kernel lost the extent in a refused heal: then its
+ * chunks are out of the free and busy ones for good, counted in use, so none is handed out
+ * and the arena is never unmapped over whatever took the hole. */
 static int arena_heal(struct arena *ar, unsigned i, unsigned n)
 {
     if (bits_count(ar->foreign, i, n) == 0)
         return 0;
-    if (!os_heal((void *)(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT)), (size_t)n << HAK_CHUNK_SHIFT, ar->huge))
-        return 1;                       /* purged, still foreign */
-    bits_set(ar->foreign, i, n, 0);
-    return 1;
+    int healed = os_heal((void *)(ar->base + ((uintptr_t)i << HAK_CHUNK_SHIFT)), (size_t)n << HAK_CHUNK_SHIFT, ar->huge);
+    if (healed > 0)
+        bits_set(ar->foreign, i, n, 0);
+    if (healed >= 0)
+        return 1;                       /* healed, or purged and still foreign */
+    if (bit_get(ar->busy, i)) {
+        bits_set(ar->busy, i, n, 0);
+        ar->nbusy -= n;
+    } else {
+        bits_set(ar->free, i, n, 0);
+        ar->nfree -= n;
+        free_total -= n;
+    }
+    used_total += n;
+    return -1;
 }
 
 /* One extent of a sweep: purged now, or handed out.  0 when the hand-out is full. */
@@ -485,7 +499,8 @@ HAK_COLD void arena_purge_done(const struct iovec *extents, unsigned n)
         struct arena *ar = arena_of(a);
         unsigned i = (unsigned)((a - ar->base) >> HAK_CHUNK_SHIFT);
         unsigned c = (unsigned)(extents[k].iov_len >> HAK_CHUNK_SHIFT);
-        arena_heal(ar, i, c);           /* a donated run's pages moved out of a foreign mapping */
+        if (arena_heal(ar, i, c) < 0)   /* a donated run's pages moved out of a foreign mapping */
+            continue;
         bits_set(ar->busy, i, c, 0);
         bits_set(ar->free, i, c, 1);
         ar->nbusy -= c;

@@ -111,23 +111,47 @@ HAK_COLD void os_purge(void *p, size_t size)
 #define MAP_FIXED_NOREPLACE 0x100000    /* Linux 4.17; older headers lack it */
 #endif
 
+static _Atomic int heal_fail_unmaps;
+
+void os_fail_heal_unmaps(int on)
+{
+    atomic_store(&heal_fail_unmaps, on);
+}
+
+/* An injected failure of os_heal's mmap, as a kernel before 6.12 fails: after unmapping. */
+static void *os_heal_failed(void *p, size_t size)
+{
+    if (atomic_load(&heal_fail_unmaps))
+        munmap(p, size);
+    errno = ENOMEM;
+    return MAP_FAILED;
+}
+
 HAK_COLD int os_heal(void *p, size_t size, int huge)
 {
-    int e = errno;
-    void *q = os_injected_failure() ? MAP_FAILED
+    int e = errno, healed = 1;
+    void *q = os_injected_failure() ? os_heal_failed(p, size)
               : mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (q != MAP_FAILED && huge)        /* the flags its neighbours have, or it stays apart */
         os_advise_huge(p, size);
-    if (q == MAP_FAILED && madvise(p, size, MADV_DONTNEED) != 0) {
-        /* The kernel unmapped the range before it failed: mapped again, unless another
-         * thread's mapping took the hole meanwhile (then nothing may be put there). */
-        void *r = mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-        if (r != MAP_FAILED && r != p)  /* a kernel before 4.17 took the flag for a hint */
-            munmap(r, size);
+    if (q == MAP_FAILED) {
+        healed = 0;
+        if (madvise(p, size, MADV_DONTNEED) != 0) {
+            /* The kernel unmapped the range before it failed: mapped again, unless another
+             * thread's mapping took the hole meanwhile (then nothing may be put there). */
+            void *r = os_injected_failure() ? MAP_FAILED
+                      : mmap(p, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (r != MAP_FAILED && r != p)  /* a kernel before 4.17 took the flag for a hint */
+                munmap(r, size);
+            if (r != p) {
+                healed = -1;
+                atomic_fetch_sub_explicit(&os_mapped, size, memory_order_relaxed);
+            }
+        }
     }
     atomic_fetch_add_explicit(&os_purged, size, memory_order_relaxed);
     errno = e;
-    return q != MAP_FAILED;
+    return healed;
 }
 
 HAK_COLD void os_yield(void)

@@ -17,8 +17,9 @@ void  os_purge(void *p, size_t size);            /* give the pages back; they re
 /* os_purge that also makes [p, p+size) part of the mapping around it again (a fresh mapping
  * there, `huge` advised as os_advise_huge, which the kernel joins to its neighbours when they
  * are what mmap made): pages moved in from elsewhere were a kernel mapping of their own.
- * 0 if the kernel refused (then the pages are only purged, or, on a kernel that unmaps
- * first, gone: mapped again if it can). */
+ * 1 if so; 0 if the kernel refused and the pages are only purged (or, where it unmapped them
+ * first, mapped afresh); -1 if they are gone: unmapped, and the hole may be another mapping's
+ * by now, so nothing there may be used or unmapped again. */
 int   os_heal(void *p, size_t size, int huge);
 /* os_purge of n extents; `batched` (Phase 95): in one process_madvise call, so the kernel
  * flushes the TLB once for all of them (one madvise each where the kernel refuses). */
@@ -54,5 +55,8 @@ size_t os_purged_bytes(void);
 void  os_fail_after(long n);
 /* Test hook: after `n` more successful calls, exactly one call fails. */
 void  os_fail_once_after(long n);
+/* Test hook: an injected failure of os_heal unmaps the range first, as kernels before 6.12
+ * did when a MAP_FIXED mmap failed. */
+void  os_fail_heal_unmaps(int on);
 
 #endif

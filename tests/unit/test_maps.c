@@ -180,11 +180,16 @@ static size_t resident(const char *p, size_t len)
     return n;
 }
 
+/* How a heal goes: the kernel remaps the lent pages as part of the arena; refuses and keeps
+ * them mapped (they are only purged); refuses after unmapping them (kernels before 6.12)
+ * and maps them afresh; or after unmapping them cannot map them again. */
+enum heal { HEALED, REFUSED, REFUSED_UNMAPPED, GONE };
+
 /* A block of fresh arena chunks takes the page cache's resident pages (a mapping of its
  * own inside the arena's); freed and purged, the chunks become the arena's own mapping again.
- * When the kernel refuses that remap, they are only purged: they read as zero and serve the
- * next block, and the next purge joins them. */
-static void lent_pages_purged(int refuse)
+ * When the kernel refuses that remap, they are only purged (or mapped afresh): they read as
+ * zero and serve the next block.  When they are gone, no block is ever placed there. */
+static void lent_pages_purged(enum heal how)
 {
     ck_assert_int_eq(policy_load_text("[large]\narena_max = 8M\n[purge]\nretain = 0\ndelay = 0\n"
                                       "large_cache = 256M\n"), 0);
@@ -198,37 +203,70 @@ static void lent_pages_purged(int refuse)
     ck_assert_uint_eq(large_cached_bytes(), cached - 4 * MIB);     /* the pages were lent */
     ck_assert_uint_gt(maps_each((uintptr_t)b, (uintptr_t)b + 4 * MIB), 0);
     memset(b, 5, 4 * MIB);
-    if (refuse)
+    os_fail_heal_unmaps(how >= REFUSED_UNMAPPED);
+    if (how == GONE)
+        os_fail_after(0);               /* the mmap that would map them again fails too */
+    else if (how != HEALED)
         os_fail_once_after(0);
     hak_free(b);
     os_fail_after(-1);
-    ck_assert_uint_eq(resident(b, 4 * MIB), 0);
-    /* Healed: one with the arena's mapping around it, the neighbours' too; refused: apart. */
+    os_fail_heal_unmaps(0);
     unsigned around = maps_each((uintptr_t)b - 4096, (uintptr_t)b + 4 * MIB + 4096);
-    if (refuse)
-        ck_assert_uint_gt(around, 1);
-    else
-        ck_assert_uint_eq(around, 1);
-    char *c = hak_calloc(1, 4 * MIB);
-    ck_assert_ptr_nonnull(c);
-    for (size_t off = 0; off < 4 * MIB; off += 512)
-        ck_assert_int_eq(c[off], 0);
-    memset(c, 7, 4 * MIB);
-    hak_free(c);
-    ck_assert_uint_eq(resident(c, 4 * MIB), 0);
+    if (how == GONE) {
+        /* a hole; blocks as big keep coming from the arenas, never from it */
+        ck_assert_uint_eq(maps_each((uintptr_t)b, (uintptr_t)b + 4 * MIB), 0);
+        char *c[8];
+        for (unsigned k = 0; k < 8; k++) {
+            c[k] = hak_calloc(1, 4 * MIB);
+            ck_assert_ptr_nonnull(c[k]);
+            ck_assert(c[k] + 4 * MIB <= b || c[k] >= b + 4 * MIB);
+            memset(c[k], 7, 4 * MIB);
+        }
+        for (unsigned k = 0; k < 8; k++)
+            hak_free(c[k]);
+    } else {
+        /* Healed: one with the arena's mapping around it, the neighbours' too; refused: apart
+         * (mapped afresh, the kernel may join them or not) */
+        ck_assert_uint_eq(resident(b, 4 * MIB), 0);
+        if (how == HEALED)
+            ck_assert_uint_eq(around, 1);
+        else if (how == REFUSED)
+            ck_assert_uint_gt(around, 1);
+        else
+            ck_assert_uint_gt(maps_each((uintptr_t)b, (uintptr_t)b + 4 * MIB), 0);
+        char *c = hak_calloc(1, 4 * MIB);
+        ck_assert_ptr_nonnull(c);
+        for (size_t off = 0; off < 4 * MIB; off += 512)
+            ck_assert_int_eq(c[off], 0);
+        memset(c, 7, 4 * MIB);
+        hak_free(c);
+        ck_assert_uint_eq(resident(c, 4 * MIB), 0);
+    }
     ck_assert_int_eq(policy_load_text(""), 0);
     large_trim(0);
 }
 
 START_TEST(test_lent_pages_healed)
 {
-    lent_pages_purged(0);
+    lent_pages_purged(HEALED);
 }
 END_TEST
 
 START_TEST(test_lent_pages_heal_refused)
 {
-    lent_pages_purged(1);
+    lent_pages_purged(REFUSED);
+}
+END_TEST
+
+START_TEST(test_lent_pages_heal_refused_unmapped)
+{
+    lent_pages_purged(REFUSED_UNMAPPED);
+}
+END_TEST
+
+START_TEST(test_lent_pages_heal_gone)
+{
+    lent_pages_purged(GONE);
 }
 END_TEST
 
@@ -241,6 +279,8 @@ int main(void)
     tcase_add_test(tc, test_gathered_block_bounded);
     tcase_add_test(tc, test_lent_pages_healed);
     tcase_add_test(tc, test_lent_pages_heal_refused);
+    tcase_add_test(tc, test_lent_pages_heal_refused_unmapped);
+    tcase_add_test(tc, test_lent_pages_heal_gone);
     tcase_add_test(tc, test_replacements_bounded);
     tcase_add_test(tc, test_replacements_with_realloc_bounded);
     suite_add_tcase(su, tc);

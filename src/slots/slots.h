@@ -60,9 +60,12 @@ struct heap_obs {
 #define RCACHE_SIZE 256
 #define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
 #define REFILL_START 4      /* blocks a heap's first refill of a class takes (slow start) */
-/* Phase 102: how far a class's slots may grow, in blocks and in the bytes they hold. */
+/* Phase 102: how far a class's slots may grow, in blocks and in the bytes they hold, and
+ * the bytes all grown classes of a heap may hold (a thread's caches stay bounded however
+ * many classes it bursts in, as tcmalloc bounds a thread cache's total). */
 #define SLOTS_GROW_MAX   2048u
 #define SLOTS_GROW_BYTES (128u << 10)
+#define SLOTS_GROW_HEAP  (512u << 10)
 
 /* What a free needs of a cached region besides its tags, so it never reads the header.
  * Indexed like the keys (one index register, scale 8). */

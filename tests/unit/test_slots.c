@@ -143,6 +143,17 @@ START_TEST(test_slots_grow)
     cap0 = slots_cap(h, c);
     most = SLOTS_GROW_BYTES / class_size(c);
     ck_assert_uint_eq(bursts(h, 1024, 300, 6, on ? most : cap0), on ? most : cap0);
+    /* and by the heap: bursts in four classes more, all grown together hold no more than
+     * SLOTS_GROW_HEAP */
+    static const size_t more[] = { 64, 128, 256, 512 };
+    for (unsigned k = 0; k < 4; k++)
+        bursts(h, more[k], 3000, 12, SLOTS_GROW_MAX);
+    size_t held = 0;
+    for (unsigned k = 0; k < HAK_NTINY; k++)
+        held += slots_cap(h, k) > cap0 ? (size_t)slots_cap(h, k) * class_size(k) : 0;
+    ck_assert_uint_le(held, SLOTS_GROW_HEAP);
+    if (on)
+        ck_assert_uint_ge(held, SLOTS_GROW_HEAP / 2);
 }
 END_TEST
 

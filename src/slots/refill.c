@@ -163,13 +163,12 @@ static unsigned refill_want(struct heap *h, unsigned cls, unsigned max)
 }
 
 /* Phase 102: slots that overflowed since the class's last refill and have run empty again
- * are narrower than the bursts the thread allocates and frees: they double, up to
- * SLOTS_GROW_MAX blocks and SLOTS_GROW_BYTES, SLOTS_GROW_HEAP for all classes of the heap
- * together (a fixed 64 sent every block past them home
- * and took it back by a tag scan).  They are empty, so nothing moves: the top goes to the
- * bigger array.  The limit is swapped by a CAS, since a publisher may clear it meanwhile
- * (heap_invalidate_all); then the owner's next free misses and the refresh sets it from
- * slot_grown.  Returns the capacity now. */
+ * are narrower than the bursts the thread allocates and frees (a fixed 64 sent every block
+ * past them home and took it back by a tag scan): they double, up to SLOTS_GROW_MAX blocks
+ * and SLOTS_GROW_BYTES, and SLOTS_GROW_HEAP for all classes of the heap together.  They
+ * are empty, so nothing moves: the top goes to the bigger array.  The limit is swapped by
+ * a CAS, since a publisher may clear it meanwhile (heap_invalidate_all); then the owner's
+ * next free misses and the refresh sets it from slot_grown.  Returns the capacity now. */
 static unsigned slots_grow(struct heap *h, unsigned cls, unsigned cap)
 {
     size_t size = class_table[cls].size, held = 0;

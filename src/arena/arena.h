@@ -48,6 +48,7 @@ unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched
 size_t arena_pool_resident_free(void);   /* bytes of free chunks that may be resident */
 void  arena_pool_purge_done(const struct iovec *extents, unsigned n);
 int   arena_pool_purger_idle(void);   /* test hook: the purger waits with no deadline */
+unsigned arena_pool_busy(void);       /* test hook: chunks the purger or a donation holds */
 /* malloc_trim: free chunks purged now, whatever their delay, until at most `pad` bytes of
  * them stay resident; returns the bytes purged, and in *left what stays. */
 size_t arena_trim(size_t pad, size_t *left);
@@ -82,6 +83,7 @@ size_t arena_sparse_pass(int trim, size_t keep);
 void  arena_purger_want(void);          /* purges are coming: start the purger at the next safe point */
 void  arena_purger_poll(void);          /* a safe point: no heap state held, an allocation may nest */
 int   arena_purger_running(void);
+void  arena_purger_pause(unsigned ms);  /* test hook: the purger holds each batch this long */
 void  arena_purger_after_fork_child(void);
 
 #endif

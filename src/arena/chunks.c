@@ -345,6 +345,14 @@ HAK_COLD size_t arena_resident_free(void)
     return resident_free;
 }
 
+HAK_COLD unsigned arena_busy(void)
+{
+    unsigned n = 0;
+    for (unsigned a = 0; a < arenas_n; a++)
+        n += arenas[a].nbusy;
+    return n;
+}
+
 /* How much freed memory may stay resident waiting out its delay: twice `retain`, or as
  * much as is in use when that is more.  An amount and a share of what is live, checked on
  * every release, so the bound holds when the process goes idle (a time-based decay, as

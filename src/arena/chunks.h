@@ -74,6 +74,9 @@ size_t arena_purge_now(size_t keep, int batched);
 size_t arena_in_use(void);
 /* Bytes of free chunks whose pages may be resident. */
 size_t arena_resident_free(void);
+/* Chunks handed to the purger or to a donation and not back yet (their pages on the way
+ * out). */
+unsigned arena_busy(void);
 
 /* Takes the `more` chunks right after the extent [a, a + chunks) if they are all free: 1. */
 int  arena_extend(uintptr_t a, unsigned chunks, unsigned more);

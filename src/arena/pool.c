@@ -14,6 +14,7 @@
  * purge cap of free chunks resident and purge the rest. */
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purge_cv = PTHREAD_COND_INITIALIZER;   /* the purger waits on it (Phase 99) */
+static pthread_cond_t busy_cv = PTHREAD_COND_INITIALIZER;    /* busy chunks came back (arena_trim waits) */
 /* The purger sleeps with no deadline (nothing past `retain` was resident when it looked).
  * A release that then brings more than `retain` must wake it: the arenas signal a due
  * sweep at most once per tick, and one signalled while the purger was busy is lost, so
@@ -67,6 +68,7 @@ void arena_pool_after_fork_child(void)
     purger_idle = 0;                        /* the purger did not come along */
     pthread_mutex_init(&abandoned_mutex, NULL);
     pthread_cond_init(&purge_cv, NULL);
+    pthread_cond_init(&busy_cv, NULL);
     arena_after_fork_child();
     arena_sparse_after_fork_child();
 }
@@ -113,6 +115,7 @@ HAK_COLD unsigned arena_donate(uintptr_t dst, size_t len, size_t *runs, unsigned
     }
     pthread_mutex_lock(&pool_mutex);
     arena_purge_done(v, n);
+    pthread_cond_broadcast(&busy_cv);
     pool_unlock();
     return moved;
 }
@@ -247,11 +250,21 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
     }
 }
 
+/* How long malloc_trim waits for the purger's batch in flight: it is on its way to the OS,
+ * and a trim that returned before it left it resident (a purger descheduled between taking
+ * a batch and its madvise, under load, left a trim past its bound). */
+#define TRIM_WAIT_S 2
+
 HAK_COLD size_t arena_trim(size_t pad, size_t *left)
 {
     const struct policy *p = policy_now();
     pthread_mutex_lock(&pool_mutex);
     size_t purged = arena_purge_now(pad, HAK_PHASE95 && p->phase95);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += TRIM_WAIT_S;
+    while (arena_busy() && pthread_cond_timedwait(&busy_cv, &pool_mutex, &until) == 0)
+        ;
     *left = arena_resident_free();
     pool_unlock();
     if (purged)
@@ -267,6 +280,14 @@ HAK_COLD size_t arena_pool_resident_free(void)
     return f;
 }
 
+unsigned arena_pool_busy(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+    unsigned n = arena_busy();
+    pool_unlock();
+    return n;
+}
+
 int arena_pool_purger_idle(void)
 {
     pthread_mutex_lock(&pool_mutex);
@@ -279,6 +300,7 @@ HAK_COLD void arena_pool_purge_done(const struct iovec *extents, unsigned n)
 {
     pthread_mutex_lock(&pool_mutex);
     arena_purge_done(extents, n);
+    pthread_cond_broadcast(&busy_cv);
     pool_unlock();
 }
 

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE                         /* pthread_setname_np */
 #include <signal.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include "arena.h"
 #include "../os/os.h"
 
@@ -15,6 +17,13 @@ enum { PURGER_NONE, PURGER_WANTED, PURGER_STARTING, PURGER_RUNNING, PURGER_FAILE
 static _Atomic int purger_state;
 
 #define PURGER_BATCH 256u                   /* extents per sweep, as chunks.c batches its own */
+
+static _Atomic unsigned purger_pause_ms;    /* test hook: a batch held this long before its purge */
+
+void arena_purger_pause(unsigned ms)
+{
+    atomic_store(&purger_pause_ms, ms);
+}
 #define PURGER_STACK ((size_t)64 << 10)
 
 static void *purger_main(void *arg)
@@ -28,6 +37,9 @@ static void *purger_main(void *arg)
             arena_sparse_pass(0, 0);
             continue;
         }
+        unsigned pause = atomic_load_explicit(&purger_pause_ms, memory_order_relaxed);
+        if (n && pause)
+            nanosleep(&(struct timespec){ pause / 1000, (long)(pause % 1000) * 1000000L }, NULL);
         os_purge_many(extents, n, batched);
         arena_pool_purge_done(extents, n);
     }

@@ -184,7 +184,9 @@ START_TEST(test_trim_waits_for_the_purger)
     ck_assert_uint_eq(arena_pool_busy(), 0);
     size_t end = rss_bytes();
     arena_purger_pause(0);
-    ck_assert_msg(end < start + 48 * MB, "RSS %zu MiB over the start after malloc_trim(0)", (end - start) >> 20);
+    /* Under AddressSanitizer the poisoning keeps shadow pages resident: no RSS compare. */
+    if (!HAK_ASAN)
+        ck_assert_msg(end < start + 48 * MB, "RSS %zu MiB over the start after malloc_trim(0)", (end - start) >> 20);
 }
 END_TEST
 

@@ -113,10 +113,7 @@ HAK_COLD unsigned arena_donate(uintptr_t dst, size_t len, size_t *runs, unsigned
             os_purge(v[k].iov_base, v[k].iov_len);
         }
     }
-    pthread_mutex_lock(&pool_mutex);
-    arena_purge_done(v, n);
-    pthread_cond_broadcast(&busy_cv);
-    pool_unlock();
+    arena_pool_purge_done(v, n);
     return moved;
 }
 

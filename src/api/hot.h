@@ -8,6 +8,11 @@
 
 void *api_malloc_mid(size_t n, struct heap *h);
 void *api_malloc_tiny_miss(size_t n, struct heap *h);
+/* A free into the heap's own region or span, out of line: inside heap_enter and heap_leave
+ * (cold/visit.c), whose registers the hot free then never saves. */
+void  api_region_emptied(struct heap *h, struct region *r);
+void  api_free_span(struct heap *h, struct region *r, void *p, uint8_t *tag);   /* tag still live */
+void  api_free_home(struct heap *h, struct region *r, void *p);
 
 /* Returns p, so that with Phase 90 off at run time the call is a tail call.  Either
  * way the tiny tag's address comes from the pointer and the class's live tag t (its low
@@ -88,17 +93,14 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
      * its memory operand. */
     if (__atomic_load_n(&HEAP_LIM(h, t), __ATOMIC_RELAXED) != NULL) {
         OBS_INC(h, overflows, TAG_CLASS(t));
-        heap_put_home_tiny(h, r, tag);
-        return;
-    }
-    if (t == TAG_LIVE_SPAN) {               /* Phase 100: merges with its free neighbours */
-        span_free(h, r, ptr);
+        if (heap_put_home_tiny(h, r, tag))
+            api_region_emptied(h, r);
         return;
     }
     size_t cls = TAG_CLASS(t);
     unsigned route = route_of_class(&h->snap, cls);
     if (route == ROUTE_MID) {               /* keeps no cache: home at once */
-        heap_put_home(h, r, ptr);
+        api_free_home(h, r, ptr);
         return;
     }
     struct list_bin *l = &h->lists[cls];
@@ -120,7 +122,7 @@ HAK_INLINE void hot_free(void *ptr)
 #if HAK_PHASE93
     /* Phase 93: one of this thread's own tiny regions, known without the map */
     unsigned i = heap_rcache_index(p);
-    if (likely(h->rcache[i] == heap_rcache_key(p))) {
+    if (likely(HAK_LOAD_RELAXED(h->rcache[i]) == heap_rcache_key(p))) {   /* a visit may clear it */
         const struct rcache_info *ri = &h->rinfo[i];
         size_t t = ri->live_tag;
         HAK_IN_SHIFT_REG(t);
@@ -142,6 +144,10 @@ HAK_INLINE void hot_free(void *ptr)
     if (unlikely(!region_tag_check_live(r, p, &tag)
                  || atomic_load_explicit(&r->owner, memory_order_relaxed) != h)) {
         heap_free_slow(ptr, h, r);           /* misuse, or a block of another thread */
+        return;
+    }
+    if (r->live_tag == TAG_LIVE_SPAN) {     /* Phase 100: merges with its free neighbours */
+        api_free_span(h, r, ptr, tag);
         return;
     }
     hot_free_owned(h, ptr, r, r->live_tag, tag);

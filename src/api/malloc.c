@@ -49,7 +49,7 @@ HAK_NOINLINE void *api_malloc_tiny_miss(size_t n, struct heap *h)
  * then fresh carving unless other threads have given blocks back).  Everything else
  * (remote frees to collect, another region, a new policy: its route byte reads
  * ROUTE_NONE) is cold; `aligned` keeps the class there too, whatever the policy. */
-static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
+static void *mid_class(size_t n, struct heap *h, int aligned)
 {
     unsigned cls = class_of_size(n);
     struct region *r = h->regions[cls].cur;
@@ -67,14 +67,52 @@ static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
     return aligned ? heap_malloc_class_slow(h, n) : heap_malloc_slow(h, n);
 }
 
+/* Mid blocks come from the heap's regions and spans, which a visit may be taking in
+ * (cold/visit.c): inside heap_enter and heap_leave. */
+static void *api_malloc_mid_class(size_t n, struct heap *h, int aligned)
+{
+    uint32_t e = heap_enter();
+    void *p = mid_class(n, h, aligned);
+    heap_leave(e);
+    return p;
+}
+
 /* Mid sizes, out of line so malloc's hot code stays small: with Phase 100 from the
  * thread's spans (a publisher clears the flag, sending the next call the class way,
  * which finds its route invalidated and refreshes), else from the size's class. */
 HAK_NOINLINE void *api_malloc_mid(size_t n, struct heap *h)
 {
-    if (HAK_PHASE100 && likely(HAK_LOAD_RELAXED(h->snap.phase100)))
-        return span_malloc(n, h);
-    return api_malloc_mid_class(n, h, 0);
+    uint32_t e = heap_enter();
+    void *p = HAK_PHASE100 && likely(HAK_LOAD_RELAXED(h->snap.phase100)) ? span_malloc(n, h)
+                                                                          : mid_class(n, h, 0);
+    heap_leave(e);
+    return p;
+}
+
+/* A tiny region the hot free emptied leaves the heap's lists, which a visit may be walking. */
+HAK_NOINLINE void api_region_emptied(struct heap *h, struct region *r)
+{
+    uint32_t e = heap_enter();
+    heap_region_emptied(h, r);
+    heap_leave(e);
+}
+
+/* The tag turns free only inside: a visit merging the block's neighbours would take a
+ * free tag for a run in a bin. */
+HAK_NOINLINE void api_free_span(struct heap *h, struct region *r, void *p, uint8_t *tag)
+{
+    uint32_t e = heap_enter();
+    __atomic_store_n(tag, (uint8_t)TAG_FREE, __ATOMIC_RELAXED);     /* the purger reads span tags */
+    OBS_INC(h, frees, TAG_CLASS(TAG_LIVE_SPAN));
+    span_free(h, r, p);
+    heap_leave(e);
+}
+
+HAK_NOINLINE void api_free_home(struct heap *h, struct region *r, void *p)
+{
+    uint32_t e = heap_enter();
+    heap_put_home(h, r, p);
+    heap_leave(e);
 }
 
 #if HAK_HARDENED
@@ -232,8 +270,13 @@ static int span_realloc_in_place(void *p, size_t n)
         return 0;
     struct heap *h = heap_tls;
     if (n > HAK_TINY_MAX && n <= HAK_MID_MAX
-        && atomic_load_explicit(&r->owner, memory_order_relaxed) == h && span_resize(h, r, p, n))
-        return 1;
+        && atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
+        uint32_t e = heap_enter();
+        int done = span_resize(h, r, p, n);
+        heap_leave(e);
+        if (done)
+            return 1;
+    }
     return 2;
 }
 

@@ -78,6 +78,10 @@ void   arena_sparse_forget(struct region *r);   /* r, held, is about to leave (r
  * live) and untouched for [purge] delay, while they and the free chunks exceed [purge]
  * retain.  Returns the bytes given back. */
 size_t arena_sparse_pass(int trim, size_t keep);
+/* Called after each pass but malloc_trim's with the time and the delay: the layer above
+ * visits the heaps of threads idle that long (cold/visit.c). */
+typedef void (*arena_visitor_fn)(uint32_t now_ms, uint32_t idle_ms);
+void   arena_set_visitor(arena_visitor_fn fn);
 
 /* purger.c (Phase 99): a thread that purges, so the freeing thread need not */
 void  arena_purger_want(void);          /* purges are coming: start the purger at the next safe point */

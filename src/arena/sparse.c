@@ -28,6 +28,15 @@ static _Atomic uint32_t sparse_last_ms;
 
 #define SPARSE_IOV 128u                 /* a span's 256 pages in ranges of two at worst */
 
+/* What the layer above does after each of the purger's passes with the regions of threads
+ * that have idled for the delay (cold/visit.c: takes in other threads' frees for them). */
+static arena_visitor_fn sparse_visitor;
+
+void arena_set_visitor(arena_visitor_fn fn)
+{
+    __atomic_store_n(&sparse_visitor, fn, __ATOMIC_RELEASE);
+}
+
 /* [purge] sparse_delay, never shorter than [purge] delay */
 static uint32_t sparse_delay(const struct policy *p)
 {
@@ -78,7 +87,7 @@ HAK_COLD void arena_sparse_forget(struct region *r)
     pthread_mutex_unlock(&sparse_mutex);
     if (r->purged_n)
         stats_sparse(0, 0, r->purged_n);
-    r->purged_n = 0;
+    __atomic_store_n(&r->purged_n, 0, __ATOMIC_RELAXED);
 }
 
 void arena_sparse_lock(void)
@@ -192,5 +201,8 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
         atomic_store_explicit(&sparse_last_ms, arena_now_ms(), memory_order_relaxed);
     }
     pthread_mutex_unlock(&sparse_pass_mutex);
+    arena_visitor_fn visit = __atomic_load_n(&sparse_visitor, __ATOMIC_ACQUIRE);
+    if (!trim && visit)
+        visit(arena_now_ms(), delay);
     return purged;
 }

@@ -26,7 +26,7 @@ static struct heap *heap_ready(struct heap *h)
     return h;
 }
 
-HAK_COLD void *heap_malloc_slow(struct heap *h, size_t n)
+static void *malloc_slow(struct heap *h, size_t n)
 {
     if (unlikely(n > PTRDIFF_MAX) || (h = heap_ready(h)) == NULL) {
         errno = ENOMEM;
@@ -41,7 +41,7 @@ HAK_COLD void *heap_malloc_slow(struct heap *h, size_t n)
 
 /* A mid block of its size class, whatever Phase 100 says: the power-of-two classes are
  * naturally aligned, which memalign needs past a span's granule. */
-HAK_COLD void *heap_malloc_class_slow(struct heap *h, size_t n)
+static void *malloc_class_slow(struct heap *h, size_t n)
 {
     if ((h = heap_ready(h)) == NULL) {
         errno = ENOMEM;
@@ -51,7 +51,7 @@ HAK_COLD void *heap_malloc_class_slow(struct heap *h, size_t n)
 }
 
 /* The hot free's cache was full, or its route was ROUTE_NONE (a new policy). */
-HAK_COLD void heap_free_spill_slow(void *p, struct heap *h, struct region *r)
+static void free_spill_slow(void *p, struct heap *h, struct region *r)
 {
     heap_check_epoch(h);
     heap_cache_push(h, p, r);
@@ -114,14 +114,16 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
     int span = cls == HAK_CLS_SPAN;
     HAK_POISON(p, r->bsize);
     if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
-        *t = (uint8_t)TAG_FREE;
+        uint32_t e = heap_enter();          /* h's own region: see cold/visit.c */
+        __atomic_store_n(t, (uint8_t)TAG_FREE, __ATOMIC_RELAXED);
         if (span) {
             span_free(h, r, p);
-            return;
+        } else {
+            OBS_INC(h, frees, cls);
+            heap_check_epoch(h);
+            heap_cache_push(h, p, r);
         }
-        OBS_INC(h, frees, cls);
-        heap_check_epoch(h);
-        heap_cache_push(h, p, r);
+        heap_leave(e);
         return;
     }
     /* An abandoned region or span (no owner): the free is made under the abandoned lock, so
@@ -151,6 +153,31 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
         else
             atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
     }
+}
+
+/* The entry points above, each inside heap_enter and heap_leave (cold/visit.c); a free
+ * enters only for a block of the thread's own (heap_free_slow). */
+HAK_COLD void *heap_malloc_slow(struct heap *h, size_t n)
+{
+    uint32_t e = heap_enter();
+    void *p = malloc_slow(h, n);
+    heap_leave(e);
+    return p;
+}
+
+HAK_COLD void *heap_malloc_class_slow(struct heap *h, size_t n)
+{
+    uint32_t e = heap_enter();
+    void *p = malloc_class_slow(h, n);
+    heap_leave(e);
+    return p;
+}
+
+HAK_COLD void heap_free_spill_slow(void *p, struct heap *h, struct region *r)
+{
+    uint32_t e = heap_enter();
+    free_spill_slow(p, h, r);
+    heap_leave(e);
 }
 
 /* Phase 93's cache knew p's tiny region, but p is not a live block's start there. */

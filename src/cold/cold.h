@@ -33,13 +33,47 @@ void  heap_refresh(struct heap *h);                       /* the epoch moved: a 
 /* heap.c: per-thread heap lifecycle */
 struct heap *heap_acquire(void);
 void  heap_thread_exit(void *heap);
-void  heap_trim(void);                  /* malloc_trim: the caller's heap takes other threads' frees in */
+void  heap_trim(void);                  /* malloc_trim: every heap takes other threads' frees in */
 void  heap_lock(void);
 void  heap_unlock(void);
 void  heap_snapshot(struct heap *h);
 void  heap_after_fork_child(void);
 void  heap_invalidate_all(void);     /* caller holds the heap lock */
 void  heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx);
+
+/* visit.c: the purger may take in what other threads freed into an idle thread's regions
+ * and spans, and give those they empty back, while that thread is out of the paths that
+ * touch them.  Every such path is bracketed by heap_enter and heap_leave. */
+uint32_t heap_enter_wait(uint32_t entered);   /* the token heap_enter returns */
+void  heap_visit_idle(uint32_t now_ms, uint32_t idle_ms);
+void  heap_visit_others(struct heap *self);     /* malloc_trim: all but self, idle or not */
+
+/* The thread is in a path that touches its heap's regions: a nonzero token for heap_leave,
+ * or 0 where a call it nests in made it so already.  A plain store and a load: the
+ * purger's membarrier orders them for it (under ThreadSanitizer, which cannot see that,
+ * both sides are sequentially consistent, a Dekker pair it can check). */
+HAK_INLINE uint32_t heap_enter(void)
+{
+    struct heap_thread *t = &heap_thread;
+    uint32_t c = atomic_load_explicit(&t->cold, memory_order_relaxed);
+    if (c & 1)
+        return 0;
+#ifdef HAK_TSAN
+    atomic_store_explicit(&t->cold, c + 1, memory_order_seq_cst);
+#else
+    atomic_store_explicit(&t->cold, c + 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+    if (unlikely(atomic_load_explicit(&t->visit, memory_order_seq_cst)))
+        return heap_enter_wait(c + 1);
+    return c + 1;
+}
+
+HAK_INLINE void heap_leave(uint32_t entered)
+{
+    if (entered)
+        atomic_store_explicit(&heap_thread.cold, entered + 1, memory_order_release);
+}
 
 /* publish.c: loading and publishing policies */
 void policy_publish_initial(void);   /* defaults and the environment, at start-up */

@@ -99,8 +99,14 @@ HAK_COLD struct heap *heap_acquire(void)
     heap_tls = h;
     /* Only now, with a heap in place, may we call what can allocate. */
     init_late();
-    if (atomic_load(&init_key_ready))
-        pthread_setspecific(init_thread_key, h);
+    if (atomic_load(&init_key_ready) && pthread_setspecific(init_thread_key, h) == 0) {
+        /* Its thread's exit will retire it (heap_thread_exit), so the purger may visit it
+         * until then through the thread's words (cold/visit.c). */
+        pthread_mutex_lock(&heaps_mutex);
+        h->thread = &heap_thread;
+        h->visit_cold = atomic_load_explicit(&heap_thread.cold, memory_order_relaxed);
+        pthread_mutex_unlock(&heaps_mutex);
+    }
     return h;
 }
 
@@ -118,11 +124,10 @@ static void heap_retire(struct heap *h, int reusable)
     heap_regions_release(h);
     span_release_all(h);
     heap_obs_retire(h);
-    h->live = 0;
-    if (!reusable)
-        return;
     pthread_mutex_lock(&heaps_mutex);
-    if (heaps_free_n < sizeof heaps_free / sizeof heaps_free[0])
+    h->live = 0;
+    h->thread = NULL;                /* its thread's words go with the thread */
+    if (reusable && heaps_free_n < sizeof heaps_free / sizeof heaps_free[0])
         heaps_free[heaps_free_n++] = h;
     pthread_mutex_unlock(&heaps_mutex);
 }
@@ -132,21 +137,26 @@ static void heap_retire(struct heap *h, int reusable)
 HAK_COLD void heap_thread_exit(void *arg)
 {
     struct heap *h = arg;
+    uint32_t e = heap_enter();
     if (heap_tls == h)
         heap_tls = &heap_empty;
     heap_retire(h, 1);
+    heap_leave(e);
 }
 
-/* malloc_trim: the calling thread's regions and spans take in what other threads freed
- * into them, so those it empties go back to the arenas before the trim (another thread's
- * heap is its own: its frees wait for it, and the purger gives back their pages). */
+/* malloc_trim: the regions and spans of the calling thread, and of every other thread not
+ * in a cold path just now (a visit, cold/visit.c), take in what other threads freed into
+ * them, so those they empty go back to the arenas before the trim. */
 HAK_COLD void heap_trim(void)
 {
     struct heap *h = heap_tls;
-    if (h == &heap_empty)
-        return;
-    heap_collect_remote(h);
-    span_merge_pending(h);
+    if (h != &heap_empty) {
+        uint32_t e = heap_enter();
+        heap_collect_remote(h);
+        span_merge_pending(h);
+        heap_leave(e);
+    }
+    heap_visit_others(h);
 }
 
 /* In a child after fork only the forking thread survives.  Other heaps may have
@@ -159,6 +169,7 @@ HAK_COLD void heap_after_fork_child(void)
     for (struct heap *h = heaps_all; h; h = h->next_heap) {
         if (h != heap_tls && h->live) {
             h->live = 0;
+            h->thread = NULL;
             for (unsigned i = 0; i < heaps_free_n; i++)
                 if (heaps_free[i] == h)
                     heaps_free[i] = heaps_free[--heaps_free_n];

@@ -40,6 +40,7 @@ HAK_COLD void init_core(void)
     if (atomic_compare_exchange_strong(&core_state, &expect, 1)) {
         class_table_init(sizeof(struct region));
         arena_set_donor(large_donate);
+        arena_set_visitor(heap_visit_idle);
         policy_publish_initial();
         atomic_store(&core_state, 2);
         return;

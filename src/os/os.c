@@ -161,6 +161,24 @@ HAK_COLD void os_yield(void)
     errno = e;
 }
 
+/* The process's membarrier, private expedited (Linux 4.14): registered once, on first use.
+ * A kernel or sandbox that refuses it (ENOSYS, EPERM, valgrind) leaves it off for good. */
+#define MB_CMD_PRIVATE_EXPEDITED          (1 << 3)
+#define MB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+static _Atomic int membarrier_state;    /* 0 unknown, 1 registered, -1 refused */
+
+HAK_COLD int os_membarrier(void)
+{
+    int e = errno, st = atomic_load_explicit(&membarrier_state, memory_order_acquire);
+    if (st == 0) {
+        st = syscall(SYS_membarrier, MB_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
+        atomic_store_explicit(&membarrier_state, st, memory_order_release);
+    }
+    int ok = st > 0 && syscall(SYS_membarrier, MB_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+    errno = e;
+    return ok;
+}
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23          /* Linux 5.14; older headers lack it */
 #endif

@@ -32,6 +32,9 @@ void  os_purge_lazy(struct iovec *v, unsigned n);
 void  os_populate(void *p, size_t size);
 void  os_advise_huge(void *p, size_t size);      /* MADV_HUGEPAGE; a kernel without THP ignores it */
 void  os_yield(void);                            /* lets another thread run (a short wait's spin) */
+/* A full memory barrier in every running thread of the process (membarrier's private
+ * expedited command): 1, or 0 where the kernel refuses it. */
+int   os_membarrier(void);
 void *os_remap(void *p, size_t old_size, size_t new_size);
 /* Moves the pages of [src, src+size) over [dst, dst+size) (whose old pages are dropped),
  * without copying; src is left unmapped.  0 on failure (e.g. src crosses two kernel

@@ -17,7 +17,7 @@ static uint64_t *purged_map(struct region *r)
 
 HAK_COLD void region_purged_reset(struct region *r)
 {
-    r->purged_n = 0;
+    __atomic_store_n(&r->purged_n, 0, __ATOMIC_RELAXED);   /* region_sparse reads it unheld */
     r->purged_tiny = 0;
     if (r->cls == HAK_CLS_SPAN)
         memset(span_purged(r), 0, SPAN_CHUNKS * (HAK_CHUNK_SIZE >> PAGE_SHIFT) / 8);
@@ -46,7 +46,7 @@ static unsigned purged_clear(struct region *r, uintptr_t first, uintptr_t last)
             n++;
         }
     }
-    r->purged_n = (uint16_t)(r->purged_n - n);
+    __atomic_store_n(&r->purged_n, (uint16_t)(r->purged_n - n), __ATOMIC_RELAXED);
     return n;
 }
 
@@ -88,7 +88,7 @@ static unsigned pages_add(struct region *r, uintptr_t lo, uintptr_t hi, struct i
             out[n++].iov_len = OS_PAGE;
         }
         map[pg >> 6] |= bit;
-        r->purged_n++;
+        __atomic_store_n(&r->purged_n, (uint16_t)(r->purged_n + 1), __ATOMIC_RELAXED);
         ++*pages;
     }
     return n;
@@ -196,7 +196,7 @@ HAK_COLD unsigned region_free_pages(struct region *r, struct iovec *out, unsigne
 
 HAK_COLD int region_sparse(struct region *r, size_t *free_bytes)
 {
-    size_t out = (size_t)r->purged_n << PAGE_SHIFT, f;
+    size_t out = (size_t)__atomic_load_n(&r->purged_n, __ATOMIC_RELAXED) << PAGE_SHIFT, f;
     int sparse;
     if (r->cls == HAK_CLS_SPAN) {
         uint32_t avail = __atomic_load_n(&r->span_avail, __ATOMIC_RELAXED);

@@ -15,7 +15,7 @@ static void rcache_note(struct heap *h, struct region *r)
 #if HAK_PHASE93
     if (h->snap.phase93 && r->cls < HAK_NTINY) {
         unsigned i = heap_rcache_index((uintptr_t)r);
-        h->rcache[i] = heap_rcache_key((uintptr_t)r);
+        __atomic_store_n(&h->rcache[i], heap_rcache_key((uintptr_t)r), __ATOMIC_RELAXED);
         h->rinfo[i] = (struct rcache_info){ .live_tag = r->live_tag, .amask = r->gmask };
     }
 #else
@@ -28,7 +28,7 @@ static void rcache_forget(struct heap *h, struct region *r)
 #if HAK_PHASE93
     uintptr_t *e = heap_rcache_slot(h, (uintptr_t)r);
     if (*e == heap_rcache_key((uintptr_t)r))
-        *e = RCACHE_EMPTY;
+        __atomic_store_n(e, RCACHE_EMPTY, __ATOMIC_RELAXED);   /* the owner's free may be reading it (a visit) */
 #else
     (void)h, (void)r;
 #endif
@@ -326,6 +326,35 @@ HAK_COLD void heap_collect_remote(struct heap *h)
             struct region *next = r->next;  /* r may leave the ring */
             if (region_remote_pending(r)) {
                 region_hold(r);             /* Phase 101: the purger reads these tags too */
+                region_collect(r);
+                region_unhold(r);
+                if (r->used == 0)
+                    heap_region_emptied(h, r);
+            }
+            r = next;
+        }
+    }
+}
+
+/* A visit (cold/visit.c): h's thread is out of its cold paths, but its hot free may be
+ * sending tiny blocks home (heap_put_home_tiny) meanwhile.  So a tiny region is taken in
+ * only if every block out of it has come home from other threads: none is in the
+ * thread's slots or hands, and nothing of it can change until a refill, which waits for
+ * the visit.  It leaves then; partly freed ones wait for their owner (their pages go
+ * back meanwhile: region/purge.c).  A mid class's paths all wait for the visit. */
+HAK_COLD void heap_visit_collect(struct heap *h)
+{
+    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
+        struct class_regions *cr = &h->regions[c];
+        struct region *r = cr->list;
+        for (unsigned i = cr->n; i; i--) {
+            struct region *next = r->next;  /* r may leave the ring */
+            if (region_remote_pending(r)
+                && (c >= HAK_NTINY
+                    || (atomic_load_explicit(&r->remote, memory_order_relaxed) == NULL
+                        && __atomic_load_n(&r->used, __ATOMIC_ACQUIRE)
+                           == atomic_load_explicit(&r->remote_home, memory_order_relaxed)))) {
+                region_hold(r);
                 region_collect(r);
                 region_unhold(r);
                 if (r->used == 0)

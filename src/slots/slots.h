@@ -118,6 +118,10 @@ struct heap {
      * that read miss. */
     _Atomic uint32_t span_remote HAK_ALIGNED(HAK_CACHE_LINE);
     uint8_t  live;                   /* owned by a running thread */
+    /* Its thread's words above while the thread runs and can be visited (NULL otherwise),
+     * and the purger's own: the thread's `cold` when it last changed, and when. */
+    struct heap_thread *thread;
+    uint32_t visit_cold, visit_ms;
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */
 #endif
@@ -163,10 +167,16 @@ extern struct heap heap_empty;
 
 /* The thread-local words malloc reads first, in one block, so that one load of its offset
  * serves them all: the thread's heap, and the profiling library's byte countdown to the next
- * sample (api/sampler.c; libhakmem.so never touches it). */
+ * sample (api/sampler.c; libhakmem.so never touches it).  Then the words by which the
+ * purger may visit the heap while its thread idles (cold/visit.c): `cold` counts the
+ * thread's entries to and exits from the paths that touch its regions, odd while it is
+ * in one (and its changes are the purger's clock of the thread's idleness); `visit` is
+ * set while the purger visits. */
 struct heap_thread {
     struct heap *heap;
     int64_t prof_left;
+    _Atomic uint32_t cold;
+    _Atomic uint8_t visit;
 };
 extern HAK_TLS struct heap_thread heap_thread;
 #define heap_tls (heap_thread.heap)
@@ -256,6 +266,7 @@ void  heap_flush(struct heap *h);                            /* ... of every cla
 void  heap_rcache_rebuild(struct heap *h);
 void  heap_regions_release(struct heap *h);                  /* thread exit: every region on */
 void  heap_collect_remote(struct heap *h);                   /* malloc_trim: other threads' frees in */
+void  heap_visit_collect(struct heap *h);                    /* the same, for a visit (cold/visit.c) */
 
 /* A block of h's own region r goes back home (the caller marks its class for a refill
  * scan).  Inline: the hot free takes it when the slots are full. */
@@ -275,13 +286,16 @@ HAK_INLINE void heap_put_home(struct heap *h, struct region *r, void *p)
 }
 
 /* A tiny block of h's own region r, whose tag is *tag, goes home from full slots: the hot
- * free has the tag's address and knows the class is tiny. */
-HAK_INLINE void heap_put_home_tiny(struct heap *h, struct region *r, uint8_t *tag)
+ * free has the tag's address and knows the class is tiny.  1 if r has emptied: the caller
+ * calls heap_region_emptied (inside heap_enter, cold/visit.c).  A visit reads `used`
+ * meanwhile (heap_visit_collect). */
+HAK_INLINE int heap_put_home_tiny(struct heap *h, struct region *r, uint8_t *tag)
 {
     h->regions[r->cls].scan = SCAN_REGIONS | SCAN_SPILLED;
     region_home_put_tiny(r, tag);
-    if (unlikely(--r->used == 0))
-        heap_region_emptied(h, r);
+    uint16_t used = (uint16_t)(__atomic_load_n(&r->used, __ATOMIC_RELAXED) - 1);
+    __atomic_store_n(&r->used, used, __ATOMIC_RELEASE);     /* after the tag and nhome */
+    return unlikely(used == 0);
 }
 
 /* observe.c: OBSERVE's per-heap counters folded into the process totals (stats/) */

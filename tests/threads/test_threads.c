@@ -12,6 +12,8 @@
  *  - fork:              fork while another thread allocates; children allocate
  *  - fork-mt:           several threads fork at once while others allocate
  *  - fork-churn:        fork while other threads are being created and exit
+ *  - visit:             malloc_trim in one thread takes in what it freed into an idle
+ *                       thread's regions (a visit), and visits meet a thread at work
  *
  * Worker threads never call ck_assert (Check's failure path is not thread-safe):
  * they count errors in atomics that the test thread asserts on. */
@@ -32,6 +34,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "hakmem.h"
 #include "testrand.h"
 /* gcc names a sanitizer build by a macro, clang by __has_feature. */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
@@ -1211,6 +1214,188 @@ START_TEST(test_fork_during_thread_churn)
 }
 END_TEST
 
+/* ------------------------------------------------------------ 9. visits */
+
+/* A thread allocates, another frees everything, and the first sleeps: only the owner may
+ * take those frees into its regions and spans, so they stayed its own until it woke.
+ * malloc_trim in any thread now visits it (cold/visit.c) and the regions go back. */
+#define VI_N 30000
+static void *vi_blocks[VI_N];
+static size_t vi_size[VI_N];
+static pthread_mutex_t vi_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t vi_cv = PTHREAD_COND_INITIALIZER;
+static int vi_stage;                    /* 1: blocks made; 2: freed and trimmed, go on */
+static atomic_long vi_bad;
+
+static size_t vi_size_of(unsigned i)
+{
+    return i % 3 == 0 ? 48 : i % 3 == 1 ? 1000 + i % 3000 : 300;   /* tiny and span sizes */
+}
+
+static void vi_wait(int stage)
+{
+    pthread_mutex_lock(&vi_mu);
+    while (vi_stage < stage)
+        pthread_cond_wait(&vi_cv, &vi_mu);
+    pthread_mutex_unlock(&vi_mu);
+}
+
+static void vi_signal(int stage)
+{
+    pthread_mutex_lock(&vi_mu);
+    vi_stage = stage;
+    pthread_cond_broadcast(&vi_cv);
+    pthread_mutex_unlock(&vi_mu);
+}
+
+static void *vi_owner(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < VI_N; i++) {
+        vi_size[i] = vi_size_of(i);
+        vi_blocks[i] = malloc(vi_size[i]);
+        if (vi_blocks[i] == NULL) {
+            atomic_fetch_add(&vi_bad, 1);
+            continue;
+        }
+        pat_fill(vi_blocks[i], vi_size[i], seed_of(vi_blocks[i], i));
+    }
+    vi_signal(1);
+    vi_wait(2);
+    /* Awake again: the heap the visit changed serves and takes back as before. */
+    void **again = malloc(VI_N * sizeof *again);
+    for (unsigned i = 0; i < VI_N; i++) {
+        again[i] = malloc(vi_size_of(i));
+        if (again[i] != NULL)
+            pat_fill(again[i], vi_size_of(i), seed_of(again[i], i + 7));
+    }
+    for (unsigned i = 0; i < VI_N; i++) {
+        if (again[i] == NULL || !pat_check(again[i], vi_size_of(i), seed_of(again[i], i + 7)))
+            atomic_fetch_add(&vi_bad, 1);
+        free(again[i]);
+    }
+    free(again);
+    return NULL;
+}
+
+START_TEST(test_trim_visits_an_idle_thread)
+{
+    pthread_t t;
+    atomic_store(&vi_bad, 0);
+    vi_stage = 0;
+    cap_begin();
+    ck_assert_int_eq(pthread_create(&t, NULL, vi_owner, NULL), 0);
+    vi_wait(1);
+    size_t bytes = 0;
+    for (unsigned i = 0; i < VI_N; i++) {
+        if (vi_blocks[i] != NULL && !pat_check(vi_blocks[i], vi_size[i], seed_of(vi_blocks[i], i)))
+            atomic_fetch_add(&vi_bad, 1);
+        bytes += vi_size[i];
+        free(vi_blocks[i]);
+    }
+    struct hak_totals before, after;
+    hak_totals_get(&before);
+    malloc_trim(0);
+    hak_totals_get(&after);
+    vi_signal(2);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(cap_end(), 0);
+    ck_assert_int_eq(atomic_load(&vi_bad), 0);
+    /* The owner's regions and spans held all of it (their free blocks count as in use);
+     * after the trim at most a tenth of it is left in them. */
+    fprintf(stderr, "# visit: %zu bytes freed by another thread; in use %llu -> %llu\n", bytes,
+            (unsigned long long)before.in_use, (unsigned long long)after.in_use);
+    ck_assert_uint_ge(before.in_use, bytes);
+    ck_assert_uint_le(after.in_use + bytes * 9 / 10, before.in_use);
+}
+END_TEST
+
+/* Visits meet a thread at work: one thread allocates and frees blocks of every kind
+ * (tiny, span, a class's own slots overflowing), hands some to a second that frees them,
+ * and the test thread calls malloc_trim all the while, so visits begin between the
+ * owner's calls and the owner waits for them on its way in.  Every block keeps its
+ * pattern and nothing is reported as misuse. */
+#define VS_RING 256
+static void *vs_ring[VS_RING];
+static size_t vs_ring_size[VS_RING];
+static atomic_uint vs_head, vs_tail;
+static atomic_int vs_stop;
+
+static void *vs_worker(void *arg)
+{
+    uint64_t rng = (uintptr_t)arg * 7919 + 17;
+    void *mine[512] = { 0 };
+    size_t mine_size[512];
+    unsigned long seq = 0;
+    while (!atomic_load(&vs_stop)) {
+        unsigned j = (unsigned)(rng_next(&rng) % 512);
+        if (mine[j] != NULL) {
+            if (!pat_check(mine[j], mine_size[j], seed_of(mine[j], 5)))
+                atomic_fetch_add(&vi_bad, 1);
+            unsigned h = atomic_load(&vs_head);
+            if ((seq & 1) && h - atomic_load(&vs_tail) < VS_RING) {
+                vs_ring[h % VS_RING] = mine[j];         /* the other thread frees it */
+                vs_ring_size[h % VS_RING] = mine_size[j];
+                atomic_store(&vs_head, h + 1);
+            } else {
+                free(mine[j]);
+            }
+        }
+        mine_size[j] = mixed_size(&rng);
+        mine[j] = malloc(mine_size[j]);
+        if (mine[j] == NULL)
+            atomic_fetch_add(&vi_bad, 1);
+        else
+            pat_fill(mine[j], mine_size[j], seed_of(mine[j], 5));
+        seq++;
+    }
+    for (unsigned j = 0; j < 512; j++)
+        free(mine[j]);
+    return NULL;
+}
+
+static void *vs_freer(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        unsigned t = atomic_load(&vs_tail);
+        if (t == atomic_load(&vs_head)) {
+            if (atomic_load(&vs_stop) == 2)
+                return NULL;
+            sched_yield();
+            continue;
+        }
+        void *p = vs_ring[t % VS_RING];
+        if (!pat_check(p, vs_ring_size[t % VS_RING], seed_of(p, 5)))
+            atomic_fetch_add(&vi_bad, 1);
+        free(p);
+        atomic_store(&vs_tail, t + 1);
+    }
+}
+
+START_TEST(test_visits_meet_a_working_thread)
+{
+    pthread_t w, f;
+    atomic_store(&vi_bad, 0);
+    atomic_store(&vs_stop, 0);
+    atomic_store(&vs_head, 0);
+    atomic_store(&vs_tail, 0);
+    cap_begin();
+    ck_assert_int_eq(pthread_create(&w, NULL, vs_worker, (void *)1), 0);
+    ck_assert_int_eq(pthread_create(&f, NULL, vs_freer, NULL), 0);
+    unsigned trims = 0;
+    for (double end = now_sec() + 1.0; now_sec() < end; trims++)
+        malloc_trim(0);
+    atomic_store(&vs_stop, 1);
+    ck_assert_int_eq(pthread_join(w, NULL), 0);
+    atomic_store(&vs_stop, 2);
+    ck_assert_int_eq(pthread_join(f, NULL), 0);
+    ck_assert_int_eq(cap_end(), 0);
+    ck_assert_int_eq(atomic_load(&vi_bad), 0);
+    ck_assert_uint_gt(trims, 10);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ main */
 
 static Suite *threads_suite(void)
@@ -1253,6 +1438,12 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, test_fork_while_allocating);
     tcase_add_test(tc, test_fork_from_many_threads);
     tcase_add_test(tc, test_fork_during_thread_churn);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("visit");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_trim_visits_an_idle_thread);
+    tcase_add_test(tc, test_visits_meet_a_working_thread);
     suite_add_tcase(s, tc);
 
     return s;

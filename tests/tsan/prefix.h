@@ -16,3 +16,4 @@
 #define realloc(p, n)           hak_realloc(p, n)
 #define posix_memalign(o, a, n) hak_posix_memalign(o, a, n)
 #define malloc_usable_size(p)   hak_malloc_usable_size(p)
+#define malloc_trim(n)          hak_malloc_trim(n)

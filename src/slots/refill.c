@@ -314,17 +314,31 @@ HAK_COLD void heap_flush(struct heap *h)
         heap_flush_class(h, c);
 }
 
-/* malloc_trim in this thread: what other threads freed into h's regions is collected, and
- * a region it empties leaves for the arenas, whose trim gives its pages back (a thread that
- * only frees would otherwise keep them until h's next refill of the class). */
-HAK_COLD void heap_collect_remote(struct heap *h)
+/* A visit (cold/visit.c): h's thread is out of its cold paths, but its hot free may be
+ * sending tiny blocks home (heap_put_home_tiny) meanwhile.  So a tiny region is taken in
+ * only if every block out of it has come home from other threads: none is in the
+ * thread's slots or hands, and nothing of it can change until a refill, which waits for
+ * the visit.  It leaves then; partly freed ones wait for their owner (their pages go
+ * back meanwhile: region/purge.c).  A mid class's paths all wait for the visit. */
+static int visit_may_collect(struct region *r)
+{
+    return r->cls >= HAK_NTINY
+           || (atomic_load_explicit(&r->remote, memory_order_relaxed) == NULL
+               && __atomic_load_n(&r->used, __ATOMIC_ACQUIRE)
+                  == atomic_load_explicit(&r->remote_home, memory_order_relaxed));
+}
+
+/* What other threads freed into h's regions is collected, and a region it empties leaves
+ * for the arenas, whose trim gives its pages back (a thread that only frees would otherwise
+ * keep them until h's next refill of the class). */
+static void collect_remote(struct heap *h, int visit)
 {
     for (unsigned c = 0; c < HAK_NCLASSES; c++) {
         struct class_regions *cr = &h->regions[c];
         struct region *r = cr->list;
         for (unsigned i = cr->n; i; i--) {
             struct region *next = r->next;  /* r may leave the ring */
-            if (region_remote_pending(r)) {
+            if (region_remote_pending(r) && (!visit || visit_may_collect(r))) {
                 region_hold(r);             /* Phase 101: the purger reads these tags too */
                 region_collect(r);
                 region_unhold(r);
@@ -336,33 +350,15 @@ HAK_COLD void heap_collect_remote(struct heap *h)
     }
 }
 
-/* A visit (cold/visit.c): h's thread is out of its cold paths, but its hot free may be
- * sending tiny blocks home (heap_put_home_tiny) meanwhile.  So a tiny region is taken in
- * only if every block out of it has come home from other threads: none is in the
- * thread's slots or hands, and nothing of it can change until a refill, which waits for
- * the visit.  It leaves then; partly freed ones wait for their owner (their pages go
- * back meanwhile: region/purge.c).  A mid class's paths all wait for the visit. */
+/* malloc_trim in this thread. */
+HAK_COLD void heap_collect_remote(struct heap *h)
+{
+    collect_remote(h, 0);
+}
+
 HAK_COLD void heap_visit_collect(struct heap *h)
 {
-    for (unsigned c = 0; c < HAK_NCLASSES; c++) {
-        struct class_regions *cr = &h->regions[c];
-        struct region *r = cr->list;
-        for (unsigned i = cr->n; i; i--) {
-            struct region *next = r->next;  /* r may leave the ring */
-            if (region_remote_pending(r)
-                && (c >= HAK_NTINY
-                    || (atomic_load_explicit(&r->remote, memory_order_relaxed) == NULL
-                        && __atomic_load_n(&r->used, __ATOMIC_ACQUIRE)
-                           == atomic_load_explicit(&r->remote_home, memory_order_relaxed)))) {
-                region_hold(r);
-                region_collect(r);
-                region_unhold(r);
-                if (r->used == 0)
-                    heap_region_emptied(h, r);
-            }
-            r = next;
-        }
-    }
+    collect_remote(h, 1);
 }
 
 /* Thread exit: after the flush, every region goes to the arenas (empty) or is abandoned. */

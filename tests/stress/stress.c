@@ -34,13 +34,15 @@
  *
  * Usage: hakmem-stress [--threads N] [--seconds S | --ops N] [--seed X]
  *                      [--pool N] [--exchange N] [--max-size N] [--report S] [--hang S]
- *                      [--no-churn] [--no-capture] [--any-malloc]
+ *                      [--no-churn] [--no-capture] [--any-malloc] [--trim]
  *                      [--inject corrupt|double-free]
  *   --ops N       total allocator calls over all threads (instead of --seconds)
  *   --max-size N  cap block sizes at N bytes (default and maximum 1 MiB)
  *   --report S    also print a progress line every S seconds (for long runs)
  *   --any-malloc  do not require malloc to come from libhakmem (to run the same
  *                 program under LD_PRELOAD of another allocator)
+ *   --trim        the monitor calls malloc_trim(0) every 20 ms: hakmem visits every
+ *                 worker's heap while it works (src/cold/visit.c)
  *   --inject K    self-test: worker 0 corrupts a live block (must fail with a
  *                 checksum mismatch) or double-frees one (must fail on the
  *                 "hakmem:" report) after 10000 ops
@@ -86,6 +88,7 @@ static struct {
     bool     churn;
     bool     capture;
     bool     any_malloc;
+    bool     trim;
     int      inject;       /* self-test of the checks: 1 corrupt a block, 2 double free */
 } opt = {
     .threads = 2, .seconds = 8, .ops = 0, .seed = 0, .pool = 4096, .exchange = 1024, .max_size = MAX_SIZE,
@@ -698,7 +701,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: hakmem-stress [--threads N] [--seconds S | --ops N] [--seed X] [--pool N]\n"
         "                     [--exchange N] [--max-size N] [--report S] [--hang S] [--no-churn]\n"
-        "                     [--no-capture] [--any-malloc] [--inject corrupt|double-free]\n");
+        "                     [--no-capture] [--any-malloc] [--trim] [--inject corrupt|double-free]\n");
 }
 
 static uint64_t parse_u64(const char *name, const char *s)
@@ -734,11 +737,12 @@ static void parse_args(int argc, char **argv)
         { "no-churn", no_argument, 0, 'C' },      { "no-capture", no_argument, 0, 'c' },
         { "any-malloc", no_argument, 0, 'a' },    { "help", no_argument, 0, 'h' },
         { "inject", required_argument, 0, 'I' },  { "max-size", required_argument, 0, 'm' },
+        { "trim", no_argument, 0, 'T' },
         { 0, 0, 0, 0 },
     };
     bool seeded = false;
     int c;
-    while ((c = getopt_long(argc, argv, "t:s:n:S:p:x:m:r:H:CcahI:", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:s:n:S:p:x:m:r:H:CcahTI:", lo, NULL)) != -1) {
         switch (c) {
         case 't': opt.threads = (int)parse_u64("--threads", optarg); break;
         case 's': opt.seconds = parse_dbl("--seconds", optarg); break;
@@ -752,6 +756,7 @@ static void parse_args(int argc, char **argv)
         case 'C': opt.churn = false; break;
         case 'c': opt.capture = false; break;
         case 'a': opt.any_malloc = true; break;
+        case 'T': opt.trim = true; break;
         case 'I':
             opt.inject = strcmp(optarg, "corrupt") == 0 ? 1 : strcmp(optarg, "double-free") == 0 ? 2 : -1;
             if (opt.inject < 0) {
@@ -861,6 +866,8 @@ int main(int argc, char **argv)
             pthread_cond_timedwait(&mon_cv, &mon_mu, &ts);
         pthread_mutex_unlock(&mon_mu);
 
+        if (opt.trim)
+            malloc_trim(0);
         double t = now_sec();
         if (opt.ops == 0 && t - t0 >= opt.seconds)
             atomic_store(&stop_flag, true);

@@ -82,6 +82,9 @@ struct hak_totals {
     /* Phase 101: 4 KiB pages of live regions and spans given back (since start), faulted in
      * again by a block handed out over them, and given back now (not in `resident`) */
     uint64_t sparse_purged, sparse_refaulted, sparse_out;
+    /* Heaps visited: what other threads freed into a thread's regions taken in for it while
+     * it was out of malloc's cold paths (an idle thread, by the purger; any, by malloc_trim) */
+    uint64_t visits;
 };
 void hak_totals_get(struct hak_totals *out);
 /* The totals, then the OBSERVE counters, to [observe] output (stderr by default). */

@@ -106,6 +106,7 @@ HAK_EXPORT void hak_totals_get(struct hak_totals *o)
     o->sparse_purged = t.sparse_purged;
     o->sparse_refaulted = t.sparse_refaulted;
     o->sparse_out = t.sparse_out;
+    o->visits = t.visits;
     uint64_t out = t.sparse_out * 4096u;
     o->resident = t.in_use + t.retained > out ? t.in_use + t.retained - out : 0;
     o->purged = t.purged;
@@ -146,6 +147,8 @@ static void totals_write(struct out *o)
     outf(o, "  %-13s %15llu  (%llu faulted in again, %llu given back now)\n", "sparse pages",
         (unsigned long long)t.sparse_purged, (unsigned long long)t.sparse_refaulted,
         (unsigned long long)t.sparse_out);
+    outf(o, "  %-13s %15llu  (other threads' frees taken in for a thread out of its cold paths)\n",
+        "visits", (unsigned long long)t.visits);
     if (prof_active()) {                /* the profiler's own memory, apart from the program's */
         struct prof_info pi;
         prof_read(&pi);

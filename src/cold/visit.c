@@ -66,6 +66,7 @@ static int visit_locked(struct heap *h)
     heap_visit_collect(h);
     span_merge_pending(h);
     visit_end(t);
+    stats_visit();
     return 1;
 }
 

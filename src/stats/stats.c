@@ -10,6 +10,7 @@ static _Atomic uint64_t stats_arena_used, stats_arena_free, stats_lcache;
 static _Atomic uint64_t stats_large_n, stats_large_total, stats_large_own;
 static _Atomic uint64_t stats_peak_resident;
 static _Atomic uint64_t stats_sparse_purged, stats_sparse_refaulted, stats_sparse_dropped;
+static _Atomic uint64_t stats_visits;
 
 /* Sampled at every change of what it sums, so the peak is exact up to racing updaters. */
 static void stats_peak_update(void)
@@ -65,6 +66,11 @@ void stats_sparse(unsigned purged, unsigned refaulted, unsigned dropped)
         atomic_fetch_add_explicit(&stats_sparse_dropped, dropped, memory_order_relaxed);
 }
 
+void stats_visit(void)
+{
+    atomic_fetch_add_explicit(&stats_visits, 1, memory_order_relaxed);
+}
+
 #if HAK_OBSERVE
 
 static _Atomic uint64_t stats_remote[STATS_ROWS];
@@ -114,6 +120,7 @@ void stats_read(struct stats_totals *t)
     t->large_bytes = atomic_load(&stats_large_total);
     t->sparse_purged = atomic_load(&stats_sparse_purged);
     t->sparse_refaulted = atomic_load(&stats_sparse_refaulted);
+    t->visits = atomic_load(&stats_visits);
     uint64_t back = t->sparse_refaulted + atomic_load(&stats_sparse_dropped);
     t->sparse_out = t->sparse_purged > back ? t->sparse_purged - back : 0;
 #if HAK_OBSERVE

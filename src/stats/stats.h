@@ -25,6 +25,7 @@ struct stats_totals {
     uint64_t large_blocks, large_bytes;   /* live large blocks */
     uint64_t large_allocs, large_frees;
     uint64_t sparse_purged, sparse_refaulted, sparse_out;   /* Phase 101: pages (stats_sparse) */
+    uint64_t visits;          /* idle or busy threads' heaps visited (cold/visit.c) */
     uint64_t remote_frees[STATS_ROWS];
     int64_t  live, peak;
 };
@@ -39,6 +40,7 @@ void stats_large_cache(size_t bytes);
 /* Phase 101: pages of live regions and spans given back, faulted in again by a block
  * handed out over them, and dropped from the count as their chunks left the span or region. */
 void stats_sparse(unsigned purged, unsigned refaulted, unsigned dropped);
+void stats_visit(void);                    /* a heap visited for its sleeping thread (cold/visit.c) */
 void stats_read(struct stats_totals *t);
 
 #if HAK_OBSERVE

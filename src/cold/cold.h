@@ -54,6 +54,8 @@ void  heap_visit_others(struct heap *self);     /* malloc_trim: all but self, id
  * both sides are sequentially consistent, a Dekker pair it can check). */
 HAK_INLINE uint32_t heap_enter(void)
 {
+    if (!HAK_PHASE103)
+        return 0;                       /* compiled out: no visits, nothing to mark */
     struct heap_thread *t = &heap_thread;
     uint32_t c = atomic_load_explicit(&t->cold, memory_order_relaxed);
     if (c & 1)
@@ -71,7 +73,7 @@ HAK_INLINE uint32_t heap_enter(void)
 
 HAK_INLINE void heap_leave(uint32_t entered)
 {
-    if (entered)
+    if (HAK_PHASE103 && entered)
         atomic_store_explicit(&heap_thread.cold, entered + 1, memory_order_release);
 }
 

@@ -13,6 +13,11 @@
  * load on each cold path, no atomic read-modify-write; the visitor's a system call per
  * visit. */
 
+static int visits_on(void)
+{
+    return HAK_PHASE103 && policy_now()->phase103;
+}
+
 /* Asks for t's heap: 1 if its thread is out of every path that touches it and stays out
  * until visit_end. */
 static int visit_begin(struct heap_thread *t)
@@ -105,7 +110,8 @@ static void visit_if_idle(struct heap *h, void *arg)
 HAK_COLD void heap_visit_idle(uint32_t now_ms, uint32_t idle_ms)
 {
     struct visit_pass v = { now_ms, idle_ms };
-    heap_foreach(visit_if_idle, &v);
+    if (visits_on())
+        heap_foreach(visit_if_idle, &v);
 }
 
 static void visit_other(struct heap *h, void *arg)
@@ -119,5 +125,6 @@ static void visit_other(struct heap *h, void *arg)
  * as glibc's trims every arena. */
 HAK_COLD void heap_visit_others(struct heap *self)
 {
-    heap_foreach(visit_other, &self);
+    if (visits_on())
+        heap_foreach(visit_other, &self);
 }

@@ -5,13 +5,13 @@
 /* Only the owner may collect its regions' remote frees, merge its spans and take an emptied
  * region off its lists, and an owner that sleeps after other threads freed its blocks (a
  * producer whose consumers drained it) would keep their regions, spans and headers
- * resident for as long as it slept.  The owner marks every path that touches them (heap_enter); the
- * purger asks for a visit, makes every thread of the process pass a full barrier
- * (membarrier), and then finds the owner either in such a path (no visit) or out of it, in
- * which case the owner's next heap_enter sees the request and waits until the visit ends.
- * malloc_trim visits every other heap the same way.  The owner's side costs a store and a
- * load on each cold path, no atomic read-modify-write; the visitor's a system call per
- * visit. */
+ * resident for as long as it slept.  The owner marks every path that touches them
+ * (heap_enter); the purger asks for a visit, makes every thread of the process pass a
+ * full barrier (membarrier), and then finds the owner either in such a path (no visit) or
+ * out of it, in which case the owner's next heap_enter sees the request and waits until
+ * the visit ends.  malloc_trim visits every other heap the same way.  The owner's side
+ * costs a store and a load on each cold path, no atomic read-modify-write; the visitor's
+ * a system call per visit (Phase 103; docs/DESIGN-NOTES.md). */
 
 static int visits_on(void)
 {

@@ -25,7 +25,7 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, size_t t)
 #else
     (void)h;
 #endif
-    *region_tag_tiny(p, (unsigned)t) = (uint8_t)t;
+    HAK_STORE_HINT(*region_tag_tiny(p, (unsigned)t), (uint8_t)t);
     HAK_UNPOISON(p, class_table[TAG_CLASS(t)].size);
     return p;
 }
@@ -80,7 +80,7 @@ HAK_INLINE void *hot_malloc(size_t n)
  * into the thread's cache. */
 HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size_t t, uint8_t *tag)
 {
-    *tag = (uint8_t)TAG_FREE;
+    HAK_STORE_HINT(*tag, (uint8_t)TAG_FREE);
     HAK_POISON(ptr, r->bsize);
     OBS_INC(h, frees, TAG_CLASS(t));
     if (likely(slots_push(h, t, ptr)))

@@ -59,7 +59,7 @@ static void *mid_class(size_t n, struct heap *h, int aligned)
             || (r->carved < r->nblocks && !atomic_load_explicit(&r->remote, memory_order_relaxed))) {
             if (p == NULL)
                 p = (char *)r + r->blocks_off + (size_t)r->carved++ * r->bsize;
-            r->used++;
+            HAK_STORE_HINT(r->used, (uint16_t)(r->used + 1));
             OBS_INC(h, allocs, cls);
             return hot_tag_live(h, r, p);
         }

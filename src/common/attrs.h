@@ -67,4 +67,13 @@
 #define HAK_LOAD_RELAXED(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #endif
 
+/* The owner's store of a field the purger reads without the owner's lock as a hint (a
+ * region's counts, a span's tags and lengths: region/purge.c): plain where that is
+ * single-copy atomic anyway, atomic where ThreadSanitizer must see it so. */
+#if defined(__x86_64__) && !defined(HAK_TSAN)
+#define HAK_STORE_HINT(x, v) ((x) = (v))
+#else
+#define HAK_STORE_HINT(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#endif
+
 #endif

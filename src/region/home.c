@@ -130,13 +130,13 @@ void region_collect(struct region *r)
     if (atomic_load_explicit(&r->remote_home, memory_order_relaxed)) {
         uint32_t k = atomic_exchange(&r->remote_home, 0);
         r->nhome = (uint16_t)(r->nhome + k);
-        r->used = (uint16_t)(r->used - k);
+        HAK_STORE_HINT(r->used, (uint16_t)(r->used - k));
     }
     void *p = atomic_exchange(&r->remote, NULL);
     while (p) {
         void *next = region_link_load(r, p, 1);
         region_home_link(r, p);
-        r->used--;
+        HAK_STORE_HINT(r->used, (uint16_t)(r->used - 1));
         p = next;
     }
 }
@@ -166,7 +166,7 @@ unsigned region_take(struct region *r, void **out, unsigned want)
         n += k;
         r->carved += k;
     }
-    r->used += n;
+    HAK_STORE_HINT(r->used, (uint16_t)(r->used + n));
     if (unlikely(r->purged_n))
         for (unsigned i = 0; i < n; i++)
             region_refault_slow(r, (uintptr_t)out[i], r->bsize);

@@ -122,7 +122,7 @@ HAK_INLINE uint8_t *region_tag_live_tiny(void *p, unsigned t, unsigned amask)
  * off at run time the same write goes through an out-of-line call (region_tag_set_live_call). */
 HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p)
 {
-    *region_tag(r, (uintptr_t)p) = r->live_tag;     /* TAG_LIVE(r->cls), on the line region_tag read */
+    HAK_STORE_HINT(*region_tag(r, (uintptr_t)p), r->live_tag);   /* TAG_LIVE(r->cls), on the line region_tag read */
     HAK_UNPOISON(p, r->bsize);
 }
 
@@ -296,7 +296,7 @@ HAK_INLINE void region_home_link(struct region *r, void *p)
 /* A tiny block of r whose tag is *tag goes home (owner only): a tag and a count. */
 HAK_INLINE void region_home_put_tiny(struct region *r, uint8_t *tag)
 {
-    *tag = (uint8_t)TAG_HOME;
+    HAK_STORE_HINT(*tag, (uint8_t)TAG_HOME);
     r->nhome++;
 }
 

@@ -273,7 +273,9 @@ void  heap_visit_collect(struct heap *h);                    /* the same, for a 
 HAK_INLINE void heap_put_in(struct heap *h, struct region *r, void *p)
 {
     region_home_put(r, p);
-    if (unlikely(--r->used == 0))
+    uint16_t used = (uint16_t)(r->used - 1);
+    HAK_STORE_HINT(r->used, used);
+    if (unlikely(used == 0))
         heap_region_emptied(h, r);
 }
 

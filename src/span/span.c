@@ -31,10 +31,10 @@ HAK_INLINE void run_mark(struct region *r, uint32_t g, uint32_t n)
 {
     uint16_t *len = span_len(r);
     tag_set(r, g, TAG_FREE);
-    len[g] = (uint16_t)n;
+    HAK_STORE_HINT(len[g], (uint16_t)n);
     if (n > 1) {
         tag_set(r, g + n - 1, TAG_FEND);
-        len[g + n - 1] = (uint16_t)n;
+        HAK_STORE_HINT(len[g + n - 1], (uint16_t)n);
     }
 }
 
@@ -79,14 +79,14 @@ HAK_INLINE uint32_t node_end(struct span_node *x)
 HAK_INLINE void node_set_next(struct span_node *x, struct span_node *next)
 {
     NODE_OPEN(x, x->next);
-    x->next = next;
+    HAK_STORE_HINT(x->next, next);      /* the purger may read lengths here (a stale walk) */
     NODE_CLOSE(x, x->next);
 }
 
 HAK_INLINE void node_set_prev(struct span_node *x, struct span_node *prev)
 {
     NODE_OPEN(x, x->prev);
-    x->prev = prev;
+    HAK_STORE_HINT(x->prev, prev);
     NODE_CLOSE(x, x->prev);
 }
 
@@ -101,7 +101,7 @@ HAK_INLINE void bin_push(struct heap *h, struct region *r, uint32_t g, uint32_t 
     node_set_next(x, head);
     node_set_prev(x, NULL);
     NODE_OPEN(x, x->end);
-    x->end = g + n - 1;
+    HAK_STORE_HINT(x->end, g + n - 1);
     NODE_CLOSE(x, x->end);
     if (head)
         node_set_prev(head, x);
@@ -223,7 +223,7 @@ HAK_INLINE void *quick_pop(struct heap *h, uint32_t n, struct region **rp)
     h->span.quick_bytes -= n << SPAN_GSHIFT;
     if (--r->nhome == 0)
         r->span_cached_lens = 0;
-    r->span_avail = (uint16_t)(r->span_avail - n);
+    HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail - n));
     *rp = r;
     return p;
 }
@@ -292,10 +292,10 @@ static HAK_NOINLINE void *span_carve(size_t size, struct heap *h, uint32_t want)
             if (span_links_in_run(n - want))    /* its links moved into its memory */
                 region_refault(r, run_node(r, g + want, n - want), sizeof(struct span_node));
         }
-        len[g] = (uint16_t)want;
+        HAK_STORE_HINT(len[g], (uint16_t)want);
         tag_set(r, g, TAG_LIVE_SPAN);
-        r->used++;
-        r->span_avail = (uint16_t)(r->span_avail - want);
+        HAK_STORE_HINT(r->used, (uint16_t)(r->used + 1));
+        HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail - want));
         OBS_INC(h, allocs, class_of_size(size));
         void *p = span_addr(r, g);
         span_handed_out(r, p, want);
@@ -314,7 +314,7 @@ void span_run_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
     uint16_t *len = span_len(r);
     uint32_t freed = n;
     int push = 1;                           /* the merged run's links are written anew */
-    r->span_avail = (uint16_t)(r->span_avail + n);
+    HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail + n));
     tag_set(r, g, 0);
     if (g > SPAN_FIRST) {
         unsigned t = tag_get(r, g - 1);
@@ -369,8 +369,8 @@ int span_bin_unlink(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 /* A span just taken from the arenas: one free run. */
 void span_run_new(struct heap *h, struct region *r)
 {
-    r->span_avail = SPAN_RUN_MAX;
-    r->span_lent = 0;
+    HAK_STORE_HINT(r->span_avail, SPAN_RUN_MAX);
+    HAK_STORE_HINT(r->span_lent, 0);
     run_mark(r, SPAN_FIRST, SPAN_RUN_MAX);
     bin_push(h, r, SPAN_FIRST, SPAN_RUN_MAX);
 }
@@ -409,8 +409,8 @@ static HAK_NOINLINE void span_quick_drop(struct heap *h, struct region *r)
     r->span_cached_lens = 0;
     for (unsigned i = 0; i < k; i++) {      /* the last may send r back to the arenas */
         uint32_t g = span_gran(r, mine[i]), n = span_len(r)[g];
-        r->used--;
-        r->span_avail = (uint16_t)(r->span_avail - n);      /* span_run_put counts it again */
+        HAK_STORE_HINT(r->used, (uint16_t)(r->used - 1));
+        HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail - n));      /* span_run_put counts it again */
         span_run_put(h, r, g, n);
     }
 }
@@ -418,7 +418,8 @@ static HAK_NOINLINE void span_quick_drop(struct heap *h, struct region *r)
 /* Past the quick cache, out of line so the cache's hit saves no registers. */
 static HAK_NOINLINE void span_merge_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
 {
-    int only_cached = --r->used != 0 && r->used == r->nhome;
+    HAK_STORE_HINT(r->used, (uint16_t)(r->used - 1));
+    int only_cached = r->used != 0 && r->used == r->nhome;
     span_run_put(h, r, g, n);               /* r stays: it still has cached blocks */
     if (unlikely(only_cached) && !span_idle(h, r))
         span_quick_drop(h, r);
@@ -436,7 +437,7 @@ static void span_put(struct heap *h, struct region *r, uint32_t g, uint32_t n)
         h->span.quick[n] = p;
         h->span.quick_n[n]++;
         h->span.quick_bytes += n << SPAN_GSHIFT;
-        r->span_avail = (uint16_t)(r->span_avail + n);
+        HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail + n));
         r->span_cached_lens |= (uint64_t)1 << n;
         if (unlikely(++r->nhome == r->used) && !span_idle(h, r))
             span_quick_drop(h, r);
@@ -462,7 +463,7 @@ void span_quick_flush(struct heap *h)
         while (h->span.quick[n] != NULL) {
             struct region *r;
             void *p = quick_pop(h, n, &r);  /* off span_avail: span_run_put counts it again */
-            r->used--;
+            HAK_STORE_HINT(r->used, (uint16_t)(r->used - 1));
             span_run_put(h, r, span_gran(r, p), n);
         }
         h->span.quick_n[n] = 0;
@@ -480,7 +481,7 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
     uint32_t want = (uint32_t)((size + SPAN_GRANULE - 1) >> SPAN_GSHIFT);
     if (want <= cur) {
         if (want < cur) {
-            len[g] = (uint16_t)want;
+            HAK_STORE_HINT(len[g], (uint16_t)want);
             HAK_POISON(span_addr(r, g + want), (size_t)(cur - want) << SPAN_GSHIFT);
             span_run_put(h, r, g + want, cur - want);
         }
@@ -498,7 +499,7 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
     if (more <= room)
         want = more;
     struct span_node *x = run_node(r, e, nn);
-    r->span_avail = (uint16_t)(r->span_avail - (want - cur));
+    HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail - (want - cur)));
     region_hold(r);                         /* Phase 101: the purger reads runs too */
     if (want == room) {
         if (!bin_unlink(h, x, nn)) {
@@ -519,7 +520,7 @@ int span_resize(struct heap *h, struct region *r, void *p, size_t size)
             region_refault(r, run_node(r, g + want, room - want), sizeof(struct span_node));
     }
     span_handed_out(r, span_addr(r, e), want - cur);
-    len[g] = (uint16_t)want;
+    HAK_STORE_HINT(len[g], (uint16_t)want);
     HAK_UNPOISON(p, (size_t)want << SPAN_GSHIFT);
     SPAN_CHECK(h);
     return 1;

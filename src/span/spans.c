@@ -156,12 +156,12 @@ HAK_COLD void span_lend(struct heap *h, struct region *r)
         if (next > rg) {
             span_run_split(h, r, rg, next - rg);
         } else {
-            r->tags[next - 1] = 0;          /* the run's end tag, now inside the lent chunks */
+            HAK_STORE_HINT(r->tags[next - 1], 0);          /* the run's end tag, now inside the lent chunks */
         }
-        r->tags[lg] = TAG_LENT;
-        len[lg] = (uint16_t)ln;
-        r->span_avail = (uint16_t)(r->span_avail - ln);
-        r->span_lent = (uint16_t)(r->span_lent + ln);
+        HAK_STORE_HINT(r->tags[lg], TAG_LENT);
+        HAK_STORE_HINT(len[lg], (uint16_t)ln);
+        HAK_STORE_HINT(r->span_avail, (uint16_t)(r->span_avail - ln));
+        HAK_STORE_HINT(r->span_lent, (uint16_t)(r->span_lent + ln));
         ext[n_ext].iov_base = span_addr(r, lg);
         ext[n_ext++].iov_len = (size_t)ln << SPAN_GSHIFT;
         region_map_clear((uintptr_t)span_addr(r, lg), (size_t)ln << SPAN_GSHIFT);

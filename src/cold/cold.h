@@ -48,10 +48,22 @@ uint32_t heap_enter_wait(uint32_t entered);   /* the token heap_enter returns */
 void  heap_visit_idle(uint32_t now_ms, uint32_t idle_ms);
 void  heap_visit_others(struct heap *self);     /* malloc_trim: all but self, idle or not */
 
+/* The thread's mark that it is inside (odd c), before it looks for a visit.  A plain
+ * store: the visitor's membarrier orders it before the thread's next load (under
+ * ThreadSanitizer, which cannot see that, both sides are sequentially consistent, a
+ * Dekker pair it can check). */
+HAK_INLINE void heap_mark_inside(struct heap_thread *t, uint32_t c)
+{
+#ifdef HAK_TSAN
+    atomic_store_explicit(&t->cold, c, memory_order_seq_cst);
+#else
+    atomic_store_explicit(&t->cold, c, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
 /* The thread is in a path that touches its heap's regions: a nonzero token for heap_leave,
- * or 0 where a call it nests in made it so already.  A plain store and a load: the
- * purger's membarrier orders them for it (under ThreadSanitizer, which cannot see that,
- * both sides are sequentially consistent, a Dekker pair it can check). */
+ * or 0 where a call it nests in made it so already. */
 HAK_INLINE uint32_t heap_enter(void)
 {
     if (!HAK_PHASE103)
@@ -60,12 +72,7 @@ HAK_INLINE uint32_t heap_enter(void)
     uint32_t c = atomic_load_explicit(&t->cold, memory_order_relaxed);
     if (c & 1)
         return 0;
-#ifdef HAK_TSAN
-    atomic_store_explicit(&t->cold, c + 1, memory_order_seq_cst);
-#else
-    atomic_store_explicit(&t->cold, c + 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-#endif
+    heap_mark_inside(t, c + 1);
     if (unlikely(atomic_load_explicit(&t->visit, memory_order_seq_cst)))
         return heap_enter_wait(c + 1);
     return c + 1;

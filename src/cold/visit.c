@@ -50,12 +50,7 @@ HAK_COLD uint32_t heap_enter_wait(uint32_t entered)
         while (atomic_load_explicit(&t->visit, memory_order_acquire))
             os_yield();
         entered += 2;
-#ifdef HAK_TSAN
-        atomic_store_explicit(&t->cold, entered, memory_order_seq_cst);
-#else
-        atomic_store_explicit(&t->cold, entered, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-#endif
+        heap_mark_inside(t, entered);
     } while (atomic_load_explicit(&t->visit, memory_order_seq_cst));
     return entered;
 }

@@ -82,8 +82,13 @@ struct visit_pass {
     uint32_t now, idle;
 };
 
+/* An idle heap is visited again at most this often (the wait doubles from the delay). */
+#define VISIT_WAIT_MAX 60000u
+
 /* h is visited once other threads have freed into it and its thread has entered no path
- * that touches it for `idle` ms, and again every `idle` ms while that lasts. */
+ * that touches it for `idle` ms; while that lasts, again after twice as long each time
+ * (a tiny region partly freed by others stays marked for its owner, so an idle heap may
+ * stay wanted: it is not woken every pass for it). */
 static void visit_if_idle(struct heap *h, void *arg)
 {
     const struct visit_pass *v = arg;
@@ -93,12 +98,15 @@ static void visit_if_idle(struct heap *h, void *arg)
     if (c != h->visit_cold) {
         h->visit_cold = c;
         h->visit_ms = v->now;
+        h->visit_wait = v->idle;
         return;
     }
-    if (v->now - h->visit_ms < v->idle || !visit_wanted(h))
+    if (v->now - h->visit_ms < h->visit_wait || !visit_wanted(h))
         return;
-    if (visit_locked(h))
+    if (visit_locked(h)) {
         h->visit_ms = v->now;
+        h->visit_wait = h->visit_wait >= VISIT_WAIT_MAX / 2 ? VISIT_WAIT_MAX : 2 * h->visit_wait + 1;
+    }
 }
 
 /* The purger, after a sparse pass. */

@@ -119,9 +119,10 @@ struct heap {
     _Atomic uint32_t span_remote HAK_ALIGNED(HAK_CACHE_LINE);
     uint8_t  live;                   /* owned by a running thread */
     /* Its thread's words above while the thread runs and can be visited (NULL otherwise),
-     * and the purger's own: the thread's `cold` when it last changed, and when. */
+     * and the purger's own: the thread's `cold` when it last changed, when it did or the
+     * heap was last visited, and how long until the next visit of the idle heap. */
     struct heap_thread *thread;
-    uint32_t visit_cold, visit_ms;
+    uint32_t visit_cold, visit_ms, visit_wait;
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */
 #endif

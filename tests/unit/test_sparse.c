@@ -381,6 +381,72 @@ START_TEST(test_abandoned_region_released_by_last_free)
 }
 END_TEST
 
+/* Phase 103: a thread that sleeps with tiny regions other threads freed into but did not
+ * empty stays wanted (those frees wait for it, marked for its refill), so the purger
+ * visits it after the delay and then only after twice as long each time, not on every
+ * one of its passes. */
+struct vb_owner {
+    void **v;
+    unsigned n;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stage;                          /* 1: blocks made; 2: wake and free the rest */
+};
+
+static void vb_stage(struct vb_owner *o, int stage, int wait)
+{
+    pthread_mutex_lock(&o->mu);
+    if (wait) {
+        while (o->stage < stage)
+            pthread_cond_wait(&o->cv, &o->mu);
+    } else {
+        o->stage = stage;
+        pthread_cond_broadcast(&o->cv);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void *vb_owner_main(void *arg)
+{
+    struct vb_owner *o = arg;
+    for (unsigned i = 0; i < o->n; i++) {
+        o->v[i] = hak_malloc(64);
+        memset(o->v[i], 0x3C, 64);
+    }
+    vb_stage(o, 1, 0);
+    vb_stage(o, 2, 1);
+    for (unsigned i = 1; i < o->n; i += 2)
+        hak_free(o->v[i]);
+    return NULL;
+}
+
+START_TEST(test_idle_visits_back_off)
+{
+    if (!visits_possible())
+        return;
+    ck_assert_int_eq(policy_load_text("[purge]\nretain = 0\nsparse_delay = 50\n"), 0);
+    static void *blocks[20000];
+    struct vb_owner o = { blocks, 20000, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, vb_owner_main, &o), 0);
+    vb_stage(&o, 1, 1);
+    for (unsigned i = 0; i < o.n; i += 2)
+        hak_free(blocks[i]);            /* half: the regions stay the owner's, partly freed */
+    struct hak_totals before, after;
+    hak_totals_get(&before);
+    usleep(3000 * 1000);
+    hak_totals_get(&after);
+    vb_stage(&o, 2, 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    uint64_t visits = after.visits - before.visits;
+    /* every pass (at least each 100 ms) would have made about 30; the doubling waits of
+     * 50 ms, 101, 203, 407, 815, 1631 make at most 6 */
+    fprintf(stderr, "# idle visits in 3 s: %llu\n", (unsigned long long)visits);
+    ck_assert_uint_ge(visits, 1);
+    ck_assert_uint_le(visits, 8);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("sparse");
@@ -395,6 +461,7 @@ int main(void)
     tcase_add_test(idle, test_idle_mixed);
     tcase_add_test(idle, test_idle_every_class);
     tcase_add_test(idle, test_idle_other_thread);
+    tcase_add_test(idle, test_idle_visits_back_off);
     tcase_set_timeout(idle, 60);
     suite_add_tcase(su, reuse);
     suite_add_tcase(su, busy);

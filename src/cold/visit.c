@@ -18,27 +18,26 @@ static int visits_on(void)
     return HAK_PHASE103 && policy_now()->phase103;
 }
 
+static void visit_end(struct heap_thread *t)
+{
+    atomic_store_explicit(&t->visit, 0, memory_order_release);
+}
+
 /* Asks for t's heap: 1 if its thread is out of every path that touches it and stays out
  * until visit_end. */
 static int visit_begin(struct heap_thread *t)
 {
     atomic_store_explicit(&t->visit, 1, memory_order_seq_cst);
 #ifndef HAK_TSAN
-    if (!os_membarrier()) {
-        atomic_store_explicit(&t->visit, 0, memory_order_release);
-        return 0;
-    }
+    int fenced = os_membarrier();
+#else
+    int fenced = 1;
 #endif
-    if (atomic_load_explicit(&t->cold, memory_order_seq_cst) & 1) {
-        atomic_store_explicit(&t->visit, 0, memory_order_release);
+    if (!fenced || (atomic_load_explicit(&t->cold, memory_order_seq_cst) & 1)) {
+        visit_end(t);
         return 0;
     }
     return 1;
-}
-
-static void visit_end(struct heap_thread *t)
-{
-    atomic_store_explicit(&t->visit, 0, memory_order_release);
 }
 
 /* The owner met a visit on its way in: out again (`entered` + 1, even) until it ends. */

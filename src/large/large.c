@@ -6,6 +6,7 @@
 #include "large.h"
 #include "large_reg.h"
 #include "large_cache.h"
+#include "large_dense.h"
 #include "../arena/arena.h"
 #include "../os/os.h"
 #include "../policy/policy.h"
@@ -199,7 +200,10 @@ static void *large_alloc_chunks(size_t n, int zero)
         errno = ENOMEM;
         return NULL;
     }
-    if (zero && !clean)
+    int dense = large_dense_wanted(a, n);     /* looks at the last block even when clean is 0 */
+    if (clean && dense)
+        large_dense_populate(a, a, a + page_round(n));
+    else if (zero && !clean)
         memset((void *)a, 0, n);
     stats_large(1, b.maplen);
     return (void *)a;
@@ -241,6 +245,11 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
         size_t z = b.base + dirty - b.ptr;
         memset((void *)b.ptr, 0, z < n ? z : n);
     }
+    /* What no freed pages covered would fault in page by page: at once, if the program's
+     * large blocks end up filled. */
+    uintptr_t fresh = b.base + dirty > b.ptr ? b.base + dirty : b.ptr, end = b.ptr + page_round(n);
+    if (fresh < end && large_dense_wanted(b.ptr, n))
+        large_dense_populate(b.ptr, fresh, end);
     stats_large(1, b.base + b.maplen - b.ptr);
     return (void *)b.ptr;
 }
@@ -263,6 +272,7 @@ HAK_COLD int large_free(void *p, const char *call)
          * allocation has had its pick: a program replacing a huge buffer (free, then
          * allocate) gets the pages it just freed however full the cache was. */
         size_t cap = large_cap();
+        large_dense_freeing(e->ptr, e->base + e->maplen - e->ptr);
         stats_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
         if (b.arena)

@@ -197,6 +197,23 @@ HAK_COLD void os_populate(void *p, size_t size)
     errno = e;                          /* short of memory: the touches will fault, as without */
 }
 
+HAK_COLD size_t os_resident(const void *p, size_t size, size_t step)
+{
+    unsigned char v[1024];
+    size_t pages = (size + OS_PAGE - 1) / OS_PAGE, every = step / OS_PAGE, held = 0;
+    int e = errno;
+    for (size_t i = 0; i < pages; i += sizeof v) {
+        size_t k = pages - i < sizeof v ? pages - i : sizeof v;
+        if (mincore((char *)p + i * OS_PAGE, k * OS_PAGE, v) != 0) {
+            errno = e;
+            return (size_t)-1;
+        }
+        for (size_t j = (every - i % every) % every; j < k; j += every)
+            held += v[j] & 1;
+    }
+    return held;
+}
+
 /* The process itself as a pidfd (Linux 6.14): no descriptor to open, keep or lose in fork. */
 #define OS_PIDFD_SELF_PROCESS (-10001)
 

@@ -30,6 +30,9 @@ void  os_purge_lazy(struct iovec *v, unsigned n);
 /* Faults the (zero) pages of [p, p+size) in with one call: each page the program then
  * touches costs no page fault (a tenth of one on a shadow-paging guest). */
 void  os_populate(void *p, size_t size);
+/* Of the pages at p, p + step, p + 2 step ... below p + size (p and step page multiples),
+ * how many the kernel holds (mincore); (size_t)-1 if part of the range is not mapped. */
+size_t os_resident(const void *p, size_t size, size_t step);
 void  os_advise_huge(void *p, size_t size);      /* MADV_HUGEPAGE; a kernel without THP ignores it */
 void  os_yield(void);                            /* lets another thread run (a short wait's spin) */
 /* A full memory barrier in every running thread of the process (membarrier's private

@@ -558,6 +558,62 @@ START_TEST(test_chunks_impossible_growth)
 }
 END_TEST
 
+/* The kernel faults pages in on request (MADV_POPULATE_WRITE, Linux 5.14): else Phase 104
+ * cannot, and does nothing. */
+static int populate_works(void)
+{
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    int ok = madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+    munmap(p, 4096);
+    return ok;
+}
+
+/* Phase 104: once the program has filled a large block, the next one's fresh pages come in
+ * at once and read as zero; once it has touched one page of a block, the next one's stay
+ * out, though the block before was populated (the sample pages a populate leaves out show
+ * what the program itself touched).  With the phase off nothing is populated. */
+static void dense_check(size_t len)
+{
+    size_t pages = len / 4096;
+    int on = HAK_PHASE104 && policy_now()->phase104 && populate_works();
+    hak_malloc_trim(0);                 /* no free resident pages for the blocks to take */
+    unsigned char *a = hak_malloc(len);
+    memset(a, 1, len);
+    unsigned char *b = hak_calloc(1, len);              /* after a filled block */
+    size_t held = os_resident(b, len, 4096);
+    if (on)
+        ck_assert_uint_ge(held, pages - pages / 32);
+    else
+        ck_assert_uint_le(held, pages / 32);
+    for (size_t i = 0; i < len; i += 512)
+        ck_assert_uint_eq(b[i], 0);
+    memset(b, 2, len);
+    hak_free(a);
+    hak_free(b);
+    hak_malloc_trim(0);
+    unsigned char *c = hak_malloc(len);                 /* after two filled blocks */
+    held = os_resident(c, len, 4096);
+    ck_assert_uint_ge(held, on ? pages - pages / 32 : 0);
+    c[0] = 1;
+    unsigned char *d = hak_malloc(len);                 /* after one touched at one page */
+    ck_assert_uint_le(os_resident(d, len, 4096), pages / 32);
+    hak_free(c);
+    hak_free(d);
+}
+
+START_TEST(test_dense_populated)
+{
+    dense_check((size_t)12 << 20);      /* a mapping of its own */
+}
+END_TEST
+
+START_TEST(test_dense_populated_chunks)
+{
+    dense_check((size_t)4 << 20);       /* a run of arena chunks */
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("large");
@@ -570,7 +626,9 @@ int main(void)
     tcase_add_test(tc, test_memory_returns);
     tcase_add_test(tc, test_move_across_mappings);
     tcase_add_test(tc, test_move_keep);
+    tcase_add_test(tc, test_dense_populated);
     if (policy_now()->large_arena_max >= ((size_t)4 << 20)) {
+        tcase_add_test(tc, test_dense_populated_chunks);
         tcase_add_test(tc, test_chunks_grow_in_place);
         tcase_add_test(tc, test_chunks_move_when_blocked);
         tcase_add_test(tc, test_chunks_shrink_gives_tail);

@@ -263,6 +263,16 @@ HAK_COLD int large_free(void *p, const char *call)
     struct lmaps m;
     pthread_mutex_lock(&large_mutex);
     struct large_block *e = large_reg_find((uintptr_t)p);
+    if (HAK_PHASE104 && e && e->base + e->maplen - e->ptr >= LARGE_DENSE_MIN) {
+        /* Phase 104 looks at the block with mincore first, without the lock (no system
+         * call is made with it held): the block is still the caller's. */
+        uintptr_t ptr = e->ptr;
+        size_t len = e->base + e->maplen - e->ptr;
+        large_mutex_release();
+        large_dense_freeing(ptr, len);
+        pthread_mutex_lock(&large_mutex);
+        e = large_reg_find((uintptr_t)p);
+    }
     if (e) {
         b = *e;
         if (!b.arena)
@@ -272,7 +282,6 @@ HAK_COLD int large_free(void *p, const char *call)
          * allocation has had its pick: a program replacing a huge buffer (free, then
          * allocate) gets the pages it just freed however full the cache was. */
         size_t cap = large_cap();
-        large_dense_freeing(e->ptr, e->base + e->maplen - e->ptr);
         stats_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
         if (b.arena)

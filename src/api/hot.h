@@ -113,6 +113,16 @@ HAK_INLINE void hot_free_owned(struct heap *h, void *ptr, struct region *r, size
     heap_free_spill_slow(ptr, h, r);
 }
 
+#if HAK_PHASE93
+/* Phase 93: the entry of h's region cache for p if p lies in one of h's own tiny regions,
+ * known without the map; NULL if not. */
+HAK_INLINE const struct rcache_info *hot_own_tiny(struct heap *h, uintptr_t p)
+{
+    unsigned i = heap_rcache_index(p);
+    return likely(HAK_LOAD_RELAXED(h->rcache[i]) == heap_rcache_key(p)) ? &h->rinfo[i] : NULL;   /* a visit may clear it */
+}
+#endif
+
 HAK_INLINE void hot_free(void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
@@ -120,10 +130,8 @@ HAK_INLINE void hot_free(void *ptr)
     struct region *r;
     uint8_t *tag;
 #if HAK_PHASE93
-    /* Phase 93: one of this thread's own tiny regions, known without the map */
-    unsigned i = heap_rcache_index(p);
-    if (likely(HAK_LOAD_RELAXED(h->rcache[i]) == heap_rcache_key(p))) {   /* a visit may clear it */
-        const struct rcache_info *ri = &h->rinfo[i];
+    const struct rcache_info *ri = hot_own_tiny(h, p);
+    if (likely(ri != NULL)) {
         size_t t = ri->live_tag;
         HAK_IN_SHIFT_REG(t);
         if (likely((tag = region_tag_live_tiny(ptr, (unsigned)t, ri->amask)) != NULL)) {

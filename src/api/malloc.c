@@ -288,23 +288,16 @@ static void *realloc_block(void *ptr, size_t size)
         free_block(ptr);
         return NULL;
     }
+    size_t room, usable;
 #if HAK_PHASE93 && !HAK_HARDENED
-    /* A live tiny block of one of this thread's own regions (Phase 93's cache): its size is
-     * its class's, and a move is the hot malloc and free, with no map lookup. */
+    /* A live tiny block of one of this thread's own regions (Phase 93's cache) is its
+     * class's size, known without the region map. */
     const struct rcache_info *ri = hot_own_tiny(heap_tls, (uintptr_t)ptr);
-    if (ri != NULL && region_tag_live_tiny(ptr, ri->live_tag, ri->amask) != NULL) {
-        size_t bsize = class_table[TAG_CLASS(ri->live_tag)].size;
-        if (size <= bsize && size >= bsize / 2)
-            return ptr;
-        void *q = hot_malloc(size);
-        if (q != NULL) {
-            memcpy(q, ptr, size < bsize ? size : bsize);
-            hot_free(ptr);
-        }
-        return q;
-    }
+    if (ri != NULL && region_tag_live_tiny(ptr, ri->live_tag, ri->amask) != NULL)
+        usable = room = class_table[TAG_CLASS(ri->live_tag)].size;
+    else
 #endif
-    size_t room, usable = block_usable(ptr, "realloc", &room);
+        usable = block_usable(ptr, "realloc", &room);
     if (usable == SIZE_MAX)
         return NULL;
     if (size <= room && size >= room / 2)

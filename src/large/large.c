@@ -248,7 +248,8 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
     /* What no freed pages covered would fault in page by page: at once, if the program's
      * large blocks end up filled. */
     uintptr_t fresh = b.base + dirty > b.ptr ? b.base + dirty : b.ptr, end = b.ptr + page_round(n);
-    if (fresh < end && large_dense_wanted(b.ptr, n))
+    int dense = large_dense_wanted(b.ptr, n);   /* looks at the last block even with no fresh pages */
+    if (dense && fresh < end)
         large_dense_populate(b.ptr, fresh, end);
     stats_large(1, b.base + b.maplen - b.ptr);
     return (void *)b.ptr;

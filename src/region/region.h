@@ -24,18 +24,28 @@ struct heap;
  * region's list is the LIFO that hands back the block freed last, still in cache.  Blocks
  * collected from the remote stack come linked and join the list in either kind. */
 struct region {
-    /* read by every free: keep in the first cache line */
+    /* Two lines, by who writes them.  The first holds what a free through the map reads
+     * (another thread's above all) and the remote stack and count those frees write; the
+     * owner writes it only when the region changes hands.  The second is the owner's,
+     * written as it hands blocks out and takes them back: on the first line, those counts
+     * made other threads' frees miss on every refill of the owner. */
     uint8_t  cls;
     uint8_t  gshift;                 /* tag granule = 1 << gshift; block starts are granule multiples */
     uint8_t  live_tag;               /* TAG_LIVE(cls), precomputed for the free check */
     uint8_t  chunks;                 /* region size in 64 KiB chunks */
     uint32_t gmask;                  /* granule - 1: a block start has no bits of it */
     struct heap *_Atomic owner;      /* NULL while abandoned or pooled */
-    union {
-        void    *free;               /* owner-only: the home list (mid; remote frees collected) */
-        uint64_t span_cached_lens;   /* a span: lengths (bits) it may have in the quick cache */
-    };
-    uint16_t nhome;                  /* owner-only: blocks home (a span: in the owner's quick cache) */
+    uint32_t nblocks;
+    uint32_t blocks_off;
+    _Atomic(void *) remote;          /* blocks freed by other threads (lock-free stack) */
+    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome;
+                                        a span, Phase 101: nonzero while it has TAG_DETACHED blocks */
+    uint32_t bsize;
+    uint64_t secret;                 /* hardened: list link encoding key */
+    /* Phase 101 (region/purge.c): free pages of a sparse region given back while it lives */
+    struct region *reg_next, *reg_prev;  /* every tiny region and span (arena/sparse.c) */
+    /* the owner's line */
+    uint16_t nhome HAK_ALIGNED(HAK_CACHE_LINE);  /* owner-only: blocks home (a span: in the owner's quick cache) */
     union {
         uint16_t home_pos;           /* tiny, owner-only: the tag index the next scan starts at */
         uint16_t span_lent;          /* a span: granules of its chunks lent to the arenas */
@@ -45,30 +55,26 @@ struct region {
         uint16_t carved;             /* bump pointer: blocks carved so far (nblocks <= 7152) */
         uint16_t span_avail;         /* a span: granules in its free runs and the quick cache */
     };
-    uint32_t nblocks;
-    uint32_t blocks_off;
-    _Atomic(void *) remote;          /* blocks freed by other threads (lock-free stack) */
+    union {
+        void    *free;               /* owner-only: the home list (mid; remote frees collected) */
+        uint64_t span_cached_lens;   /* a span: lengths (bits) it may have in the quick cache */
+    };
     struct region *next, *prev;      /* owner's per-class list, or the pool */
-    uint64_t secret;                 /* hardened: list link encoding key */
-    uint32_t bsize;
-    _Atomic uint32_t remote_home;    /* tiny, Phase 97: blocks other threads tagged TAG_HOME, not yet in nhome;
-                                        a span, Phase 101: nonzero while it has TAG_DETACHED blocks */
-    /* Phase 101 (region/purge.c): free pages of a sparse region given back while it lives */
-    struct region *reg_next, *reg_prev;  /* every tiny region and span (arena/sparse.c) */
-    uint64_t purged_tiny;            /* under hold: a bit per 4 KiB page given back (a span's
-                                        bits lie past its lengths: span_purged) */
-    uint32_t sparse_ms;              /* the purger's: when it last saw `takes` change */
     _Atomic uint16_t takes;          /* bumped by the owner under hold: it handed memory out */
-    uint16_t sparse_takes;           /* the purger's: `takes` as it last saw it */
-    uint16_t purged_n;               /* pages given back, the bits set (under hold) */
     _Atomic uint8_t hold;            /* REGION_HOLD_*: who may hand out or give back its free memory */
     uint8_t  abandoned_at;           /* the abandoned list it is on (arena/pool.c), or REGION_NOT_ABANDONED */
+    uint32_t sparse_ms;              /* the purger's: when it last saw `takes` change */
+    uint64_t purged_tiny;            /* under hold: a bit per 4 KiB page given back (a span's
+                                        bits lie past its lengths: span_purged) */
+    uint16_t sparse_takes;           /* the purger's: `takes` as it last saw it */
+    uint16_t purged_n;               /* pages given back, the bits set (under hold) */
     uint8_t  tags[] HAK_ALIGNED(8);  /* (chunks * 64 KiB) >> gshift bytes (whole, aligned
                                         words), indexed by (p - region) >> gshift */
 } HAK_ALIGNED(HAK_CACHE_LINE);
 
-_Static_assert(offsetof(struct region, prev) + sizeof(void *) <= HAK_CACHE_LINE,
-               "a free reads the header's fields up to prev on one line");
+_Static_assert(offsetof(struct region, reg_prev) + sizeof(void *) <= HAK_CACHE_LINE
+               && offsetof(struct region, nhome) == HAK_CACHE_LINE,
+               "a free through the map reads one line, and the owner's counts are on the next");
 #define REGION_NOT_ABANDONED 0xFFu
 
 _Static_assert(offsetof(struct region, tags) < 128,

@@ -200,10 +200,8 @@ static void *large_alloc_chunks(size_t n, int zero)
         errno = ENOMEM;
         return NULL;
     }
-    int dense = large_dense_wanted(a, n);     /* looks at the last block even when clean is 0 */
-    if (clean && dense)
-        large_dense_populate(a, a, a + page_round(n));
-    else if (zero && !clean)
+    large_dense_handout(a, n, clean ? a : a + page_round(n));
+    if (zero && !clean)
         memset((void *)a, 0, n);
     stats_large(1, b.maplen);
     return (void *)a;
@@ -247,10 +245,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
     }
     /* What no freed pages covered would fault in page by page: at once, if the program's
      * large blocks end up filled. */
-    uintptr_t fresh = b.base + dirty > b.ptr ? b.base + dirty : b.ptr, end = b.ptr + page_round(n);
-    int dense = large_dense_wanted(b.ptr, n);   /* looks at the last block even with no fresh pages */
-    if (dense && fresh < end)
-        large_dense_populate(b.ptr, fresh, end);
+    large_dense_handout(b.ptr, n, b.base + dirty > b.ptr ? b.base + dirty : b.ptr);
     stats_large(1, b.base + b.maplen - b.ptr);
     return (void *)b.ptr;
 }

@@ -43,20 +43,8 @@ HAK_COLD void large_dense_freeing(uintptr_t p, size_t len)
     dense_look(p, len);
 }
 
-HAK_COLD int large_dense_wanted(uintptr_t p, size_t len)
-{
-    if (!dense_on(len))
-        return 0;
-    size_t prev_len = atomic_exchange_explicit(&dense_last_len, len, memory_order_relaxed);
-    uintptr_t prev = atomic_exchange_explicit(&dense_last, p, memory_order_relaxed);
-    /* The previous block may be freed and its pages reused by now: then this looks at
-     * whatever holds them, a wrong hint and no harm (mincore reads, it never faults). */
-    if (prev)
-        dense_look(prev, prev_len);
-    return atomic_load_explicit(&dense_verdict, memory_order_relaxed);
-}
-
-HAK_COLD void large_dense_populate(uintptr_t block, uintptr_t from, uintptr_t to)
+/* The fresh pages [from, to) of the block at `block`, but its sample pages. */
+static void dense_populate(uintptr_t block, uintptr_t from, uintptr_t to)
 {
     while (from < to) {
         size_t in = (from - block) % DENSE_STEP;
@@ -70,4 +58,20 @@ HAK_COLD void large_dense_populate(uintptr_t block, uintptr_t from, uintptr_t to
         os_populate((void *)from, next - from);
         from = next;
     }
+}
+
+HAK_COLD void large_dense_handout(uintptr_t p, size_t len, uintptr_t fresh)
+{
+    if (!dense_on(len))
+        return;
+    size_t prev_len = atomic_exchange_explicit(&dense_last_len, len, memory_order_relaxed);
+    uintptr_t prev = atomic_exchange_explicit(&dense_last, p, memory_order_relaxed);
+    /* The previous block may be freed and its pages reused by now: then this looks at
+     * whatever holds them, a wrong hint and no harm (mincore reads, it never faults).  It
+     * is looked at even when this block has no fresh page. */
+    if (prev)
+        dense_look(prev, prev_len);
+    uintptr_t end = p + ((len + OS_PAGE - 1) & ~(uintptr_t)(OS_PAGE - 1));
+    if (atomic_load_explicit(&dense_verdict, memory_order_relaxed) && fresh < end)
+        dense_populate(p, fresh, end);
 }

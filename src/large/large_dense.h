@@ -13,13 +13,11 @@
  * touched is the latest word on its habit. */
 void large_dense_freeing(uintptr_t p, size_t len);
 
-/* A new block [p, p+len) is being handed out: looks at the block handed out before it (if
- * still mapped), then remembers this one.  1 if its fresh pages should come in at once:
- * the phase is on and the last block looked at was almost all touched. */
-int  large_dense_wanted(uintptr_t p, size_t len);
-
-/* Faults the fresh pages [from, to) of the block at `block` in (all page multiples), but
- * for the sample pages a later look reads the program's touches from. */
-void large_dense_populate(uintptr_t block, uintptr_t from, uintptr_t to);
+/* A new block [p, p+len) is being handed out, its pages from `fresh` on never touched:
+ * looks at the block handed out before it (if still mapped), remembers this one, and, if
+ * the phase is on and the last block looked at was almost all touched, faults the fresh
+ * pages in with a few calls, but for the sample pages a later look reads the program's
+ * touches from. */
+void large_dense_handout(uintptr_t p, size_t len, uintptr_t fresh);
 
 #endif

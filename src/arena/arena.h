@@ -52,6 +52,7 @@ unsigned arena_pool_busy(void);       /* test hook: chunks the purger or a donat
 /* malloc_trim: free chunks purged now, whatever their delay, until at most `pad` bytes of
  * them stay resident; returns the bytes purged, and in *left what stays. */
 size_t arena_trim(size_t pad, size_t *left);
+void  arena_exit_purge(void);         /* Phase 106: every free chunk purged, if the lock is free */
 /* A layer above with resident free pages of its own (the large page cache) may
  * lend them to an extent of fresh chunks about to be faulted in: fn moves pages over
  * [dst, dst + len) and returns 1, or returns 0.  Registered once at start-up.  The pages

@@ -269,6 +269,20 @@ HAK_COLD size_t arena_trim(size_t pad, size_t *left)
     return purged;
 }
 
+/* Phase 106, at exit: the free chunks go back now, without waiting for the purger's batch
+ * in flight, and only if the lock is free: exit may come from a signal handler that
+ * interrupted this thread inside the pool, and then nothing is given back rather than the
+ * exit hanging. */
+HAK_COLD void arena_exit_purge(void)
+{
+    if (pthread_mutex_trylock(&pool_mutex) != 0)
+        return;
+    size_t purged = arena_purge_now(0, HAK_PHASE95 && policy_now()->phase95);
+    pool_unlock();
+    if (purged)
+        stats_region(1);
+}
+
 HAK_COLD size_t arena_pool_resident_free(void)
 {
     pthread_mutex_lock(&pool_mutex);

@@ -78,3 +78,17 @@ __attribute__((constructor(101))) static void hak_constructor(void)
     if (policy_now()->verbose)
         policy_report_verbose();
 }
+
+/* Phase 106.  A program's libraries fault their destructors' code and data in at exit,
+ * after the program has freed its heap: glibc has given those pages back by then, hakmem
+ * keeps them for reuse, and the two add up at the end of the peak RSS.  This destructor
+ * runs before theirs (a preloaded library is finalised right after the program, one
+ * linked in with the program's own), and last of hakmem's (the lowest number): the
+ * statistics and the heap profile at exit are written first. */
+__attribute__((destructor(101))) static void hak_destructor(void)
+{
+    if (HAK_PHASE106 && policy_now()->phase106) {
+        arena_exit_purge();
+        large_exit_trim();
+    }
+}

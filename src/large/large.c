@@ -464,10 +464,13 @@ HAK_COLD void *large_realloc(void *p, size_t n)
 }
 
 /* malloc_trim: the page cache down to `keep` bytes, now.  Returns the bytes unmapped. */
-HAK_COLD size_t large_trim(size_t keep)
+static size_t large_trim_to(size_t keep, int at_exit)
 {
     struct lrange drop[LCACHE_DROPS];
-    pthread_mutex_lock(&large_mutex);
+    if (!at_exit)
+        pthread_mutex_lock(&large_mutex);
+    else if (pthread_mutex_trylock(&large_mutex) != 0)
+        return 0;                           /* as arena_exit_purge: never hang an exit */
     unsigned nd = lcache_trim(keep & ~(size_t)(OS_PAGE - 1), drop);
     large_mutex_release();
     size_t bytes = 0;
@@ -475,6 +478,16 @@ HAK_COLD size_t large_trim(size_t keep)
         bytes += drop[i].len;
     large_unmap_all(drop, nd);
     return bytes;
+}
+
+HAK_COLD size_t large_trim(size_t keep)
+{
+    return large_trim_to(keep, 0);
+}
+
+HAK_COLD void large_exit_trim(void)
+{
+    large_trim_to(0, 1);
 }
 
 size_t large_cached_bytes(void)

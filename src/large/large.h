@@ -17,6 +17,7 @@ void   large_unlock(void);
 void   large_reset_lock(void);
 size_t large_cached_bytes(void);
 size_t large_trim(size_t keep);                 /* malloc_trim: the page cache down to keep bytes */
+void   large_exit_trim(void);                   /* Phase 106: all of it, if the lock is free */
 /* large_share.c: resident free pages between the large page cache and the arenas; registered
  * with arena_set_donor at start-up */
 int    large_donate(uintptr_t dst, size_t len);   /* 1: a free range's pages now back dst */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include "check_run.h"
+#include "config.h"
 #include "hakmem.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MIB ((size_t)1 << 20)
@@ -193,6 +195,60 @@ START_TEST(test_malloc_stats_prints_totals)
 }
 END_TEST
 
+/* The probe (exit_probe.c) under LD_PRELOAD with Phase 106 `phase`: its library's
+ * destructor, which runs after hakmem's, prints what was retained then and how many
+ * pages of a freed 4 MiB block were still resident.  Its own policy: retain enough that
+ * nothing but the exit gives the 24 MiB it frees back. */
+static void exit_probe(const char *phase, size_t *retained, size_t *resident, size_t *pages)
+{
+    const char *probe = getenv("HAK_TEST_EXIT_PROBE"), *lib = getenv("HAK_TEST_LIB");
+    ck_assert_msg(probe != NULL && lib != NULL, "meson.build sets HAK_TEST_EXIT_PROBE and HAK_TEST_LIB");
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char preload[4096], ph[64];
+        snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+        snprintf(ph, sizeof ph, "HAKMEM_PHASE106=%s", phase);
+        char *env[] = {preload, ph, "HAKMEM_PURGE_RETAIN=64M", "HAKMEM_PURGE_DELAY=10000", NULL};
+        dup2(fd[1], 1);
+        close(fd[0]);
+        execle(probe, probe, (char *)NULL, env);
+        _exit(127);
+    }
+    close(fd[1]);
+    char out[256];
+    ssize_t n = 0, r;
+    while (n < (ssize_t)sizeof out - 1 && (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0)
+        n += r;
+    close(fd[0]);
+    out[n > 0 ? n : 0] = 0;
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the probe failed (status %d): %s", st, out);
+    ck_assert_msg(sscanf(out, "retained %zu resident %zu of %zu", retained, resident, pages) == 3,
+                  "the probe printed: %s", out);
+}
+
+/* Phase 106: what the program freed goes back before its libraries' destructors run. */
+START_TEST(test_exit_gives_back)
+{
+    size_t retained, resident, pages;
+    exit_probe("off", &retained, &resident, &pages);
+    ck_assert_msg(retained >= 16 * MIB && resident == pages,
+                  "phase off: %zu bytes retained, %zu of %zu pages resident (the probe sees nothing to give back)",
+                  retained, resident, pages);
+    exit_probe("on", &retained, &resident, &pages);
+    if (HAK_PHASE106) {
+        ck_assert_uint_eq(retained, 0);
+        ck_assert_msg(resident == 0, "%zu of the freed block's %zu pages still resident at exit", resident, pages);
+    } else {
+        ck_assert_uint_ge(retained, 16 * MIB);             /* compiled out: as off */
+    }
+}
+END_TEST
+
 START_TEST(test_version)
 {
     ck_assert_str_eq(hak_version(), HAK_TEST_VERSION);
@@ -210,6 +266,7 @@ int main(void)
     tcase_add_test(tc, test_malloc_info_xml);
     tcase_add_test(tc, test_mallopt);
     tcase_add_test(tc, test_malloc_stats_prints_totals);
+    tcase_add_test(tc, test_exit_gives_back);
     tcase_add_test(tc, test_version);
     suite_add_tcase(s, tc);
     return check_run(s);

@@ -64,18 +64,33 @@ static void flush(void)
     nbuf = 0;
 }
 
-static void record(uint32_t op, uint32_t align, uint64_t size, const void *old, const void *ret)
+static void lock(void)
 {
     while (atomic_flag_test_and_set_explicit(&lock_flag, memory_order_acquire))
         ;
-    if (!off) {
-        if (out_fd < 0)
-            open_out();
-        buf[nbuf++] = (struct trace_rec){op, align, size, (uintptr_t)old, (uintptr_t)ret};
-        if (nbuf == BUF_RECS)
-            flush();
-    }
+}
+
+static void unlock(void)
+{
     atomic_flag_clear_explicit(&lock_flag, memory_order_release);
+}
+
+static void append(uint32_t op, uint32_t align, uint64_t size, const void *old, const void *ret)
+{
+    if (off)
+        return;
+    if (out_fd < 0)
+        open_out();
+    buf[nbuf++] = (struct trace_rec){op, align, size, (uintptr_t)old, (uintptr_t)ret};
+    if (nbuf == BUF_RECS)
+        flush();
+}
+
+static void record(uint32_t op, uint32_t align, uint64_t size, const void *old, const void *ret)
+{
+    lock();
+    append(op, align, size, old, ret);
+    unlock();
 }
 
 /* A child of fork() shares the parent's file: it records nothing (with %p in the path, a
@@ -94,11 +109,10 @@ __attribute__((constructor)) static void trace_start(void)
 
 __attribute__((destructor)) static void trace_stop(void)
 {
-    while (atomic_flag_test_and_set_explicit(&lock_flag, memory_order_acquire))
-        ;
+    lock();
     flush();
     off = 1;
-    atomic_flag_clear_explicit(&lock_flag, memory_order_release);
+    unlock();
 }
 
 void *malloc(size_t n)
@@ -115,10 +129,14 @@ void *calloc(size_t a, size_t b)
     return p;
 }
 
+/* Under the lock: q is free once glibc's realloc has moved it, and another thread's malloc
+ * returning q must not be recorded before this call. */
 void *realloc(void *q, size_t n)
 {
+    lock();
     void *p = __libc_realloc(q, n);
-    record(TRACE_REALLOC, 0, n, q, p);
+    append(TRACE_REALLOC, 0, n, q, p);
+    unlock();
     return p;
 }
 
@@ -132,6 +150,7 @@ void *reallocarray(void *q, size_t a, size_t b)
     return realloc(q, n);
 }
 
+/* Recorded before the block is free: a malloc that returns it again comes after. */
 void free(void *q)
 {
     if (q != NULL)

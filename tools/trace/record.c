@@ -115,14 +115,14 @@ __attribute__((destructor)) static void trace_stop(void)
     unlock();
 }
 
-void *malloc(size_t n)
+static void *trace_malloc(size_t n)
 {
     void *p = __libc_malloc(n);
     record(TRACE_MALLOC, 0, n, NULL, p);
     return p;
 }
 
-void *calloc(size_t a, size_t b)
+static void *trace_calloc(size_t a, size_t b)
 {
     void *p = __libc_calloc(a, b);
     record(TRACE_CALLOC, 0, (uint64_t)a * b, NULL, p);
@@ -131,7 +131,7 @@ void *calloc(size_t a, size_t b)
 
 /* Under the lock: q is free once glibc's realloc has moved it, and another thread's malloc
  * returning q must not be recorded before this call. */
-void *realloc(void *q, size_t n)
+static void *trace_realloc(void *q, size_t n)
 {
     lock();
     void *p = __libc_realloc(q, n);
@@ -140,55 +140,55 @@ void *realloc(void *q, size_t n)
     return p;
 }
 
-void *reallocarray(void *q, size_t a, size_t b)
+static void *trace_reallocarray(void *q, size_t a, size_t b)
 {
     size_t n;
     if (__builtin_mul_overflow(a, b, &n)) {
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(q, n);
+    return trace_realloc(q, n);
 }
 
 /* Recorded before the block is free: a malloc that returns it again comes after. */
-void free(void *q)
+static void trace_free(void *q)
 {
     if (q != NULL)
         record(TRACE_FREE, 0, 0, q, NULL);
     __libc_free(q);
 }
 
-void *memalign(size_t al, size_t n)
+static void *trace_memalign(size_t al, size_t n)
 {
     void *p = __libc_memalign(al, n);
     record(TRACE_MEMALIGN, (uint32_t)al, n, NULL, p);
     return p;
 }
 
-void *aligned_alloc(size_t al, size_t n)
+static void *trace_aligned_alloc(size_t al, size_t n)
 {
-    return memalign(al, n);
+    return trace_memalign(al, n);
 }
 
-int posix_memalign(void **r, size_t al, size_t n)
+static int trace_posix_memalign(void **r, size_t al, size_t n)
 {
     if (al < sizeof(void *) || (al & (al - 1)))
         return EINVAL;
-    void *p = memalign(al, n);
+    void *p = trace_memalign(al, n);
     if (p == NULL)
         return ENOMEM;
     *r = p;
     return 0;
 }
 
-void *valloc(size_t n)
+static void *trace_valloc(size_t n)
 {
-    return memalign((size_t)sysconf(_SC_PAGESIZE), n);
+    return trace_memalign((size_t)sysconf(_SC_PAGESIZE), n);
 }
 
 /* glibc's, looked up in libc.so.6 itself: a program that links another allocator
  * (Debian's redis-server links jemalloc) would otherwise ask that one about glibc's blocks. */
-size_t malloc_usable_size(void *p)
+static size_t trace_usable_size(void *p)
 {
     static size_t (*fn)(void *);
     if (fn == NULL) {
@@ -197,3 +197,17 @@ size_t malloc_usable_size(void *p)
     }
     return p && fn ? fn(p) : 0;
 }
+
+/* The names a program calls, as aliases (as libhakmem.so exports its own): the functions
+ * above keep names of their own, so no caller of malloc reads as a caller of this file. */
+#define TRACE_ALIAS(name) __attribute__((visibility("default"), alias(#name)))
+void  *malloc(size_t) TRACE_ALIAS(trace_malloc);
+void   free(void *) TRACE_ALIAS(trace_free);
+void  *calloc(size_t, size_t) TRACE_ALIAS(trace_calloc);
+void  *realloc(void *, size_t) TRACE_ALIAS(trace_realloc);
+void  *reallocarray(void *, size_t, size_t) TRACE_ALIAS(trace_reallocarray);
+void  *memalign(size_t, size_t) TRACE_ALIAS(trace_memalign);
+void  *aligned_alloc(size_t, size_t) TRACE_ALIAS(trace_aligned_alloc);
+int    posix_memalign(void **, size_t, size_t) TRACE_ALIAS(trace_posix_memalign);
+void  *valloc(size_t) TRACE_ALIAS(trace_valloc);
+size_t malloc_usable_size(void *) TRACE_ALIAS(trace_usable_size);

@@ -252,15 +252,22 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
  * a batch and its madvise, under load, left a trim past its bound). */
 #define TRIM_WAIT_S 2
 
-HAK_COLD size_t arena_trim(size_t pad, size_t *left)
+/* The free chunks purged now, down to `pad` bytes resident.  At exit (Phase 106) without
+ * waiting for the purger's batch in flight, and only if the lock is free: exit may come
+ * from a signal handler that interrupted this thread inside the pool, and then nothing is
+ * given back rather than the exit hanging. */
+static size_t pool_trim(size_t pad, size_t *left, int at_exit)
 {
     const struct policy *p = policy_now();
-    pthread_mutex_lock(&pool_mutex);
+    if (!at_exit)
+        pthread_mutex_lock(&pool_mutex);
+    else if (pthread_mutex_trylock(&pool_mutex) != 0)
+        return 0;
     size_t purged = arena_purge_now(pad, HAK_PHASE95 && p->phase95);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += TRIM_WAIT_S;
-    while (arena_busy() && pthread_cond_timedwait(&busy_cv, &pool_mutex, &until) == 0)
+    while (!at_exit && arena_busy() && pthread_cond_timedwait(&busy_cv, &pool_mutex, &until) == 0)
         ;
     *left = arena_resident_free();
     pool_unlock();
@@ -269,18 +276,15 @@ HAK_COLD size_t arena_trim(size_t pad, size_t *left)
     return purged;
 }
 
-/* Phase 106, at exit: the free chunks go back now, without waiting for the purger's batch
- * in flight, and only if the lock is free: exit may come from a signal handler that
- * interrupted this thread inside the pool, and then nothing is given back rather than the
- * exit hanging. */
+HAK_COLD size_t arena_trim(size_t pad, size_t *left)
+{
+    return pool_trim(pad, left, 0);
+}
+
 HAK_COLD void arena_exit_purge(void)
 {
-    if (pthread_mutex_trylock(&pool_mutex) != 0)
-        return;
-    size_t purged = arena_purge_now(0, HAK_PHASE95 && policy_now()->phase95);
-    pool_unlock();
-    if (purged)
-        stats_region(1);
+    size_t left;
+    pool_trim(0, &left, 1);
 }
 
 HAK_COLD size_t arena_pool_resident_free(void)

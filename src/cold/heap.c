@@ -28,7 +28,7 @@ void heap_unlock(void) { pthread_mutex_unlock(&heaps_mutex); }
 
 static size_t heap_bytes(void)
 {
-    return (sizeof(struct heap) + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
+    return os_page_round(sizeof(struct heap));
 }
 
 static void heap_snapshot_locked(struct heap *h)

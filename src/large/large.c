@@ -26,11 +26,6 @@ void large_lock(void)   { pthread_mutex_lock(&large_mutex); }
 void large_unlock(void) { large_mutex_release(); }
 void large_reset_lock(void) { pthread_mutex_init(&large_mutex, NULL); }
 
-static size_t page_round(size_t n)
-{
-    return (n + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
-}
-
 /* The retention budget for free ranges, whole pages. */
 static size_t large_cap(void)
 {
@@ -158,7 +153,7 @@ static int large_pages(size_t len, size_t align, struct lrange *s, struct lmaps 
         }
         large_release(grow, &gm);
     }
-    size_t maplen = page_round(len + (align > OS_PAGE ? align : 0));
+    size_t maplen = os_page_round(len + (align > OS_PAGE ? align : 0));
     void *m0 = os_map(maplen);
     if (m0 == NULL)
         return 0;
@@ -200,7 +195,7 @@ static void *large_alloc_chunks(size_t n, int zero)
         errno = ENOMEM;
         return NULL;
     }
-    large_dense_handout(a, n, clean ? a : a + page_round(n));
+    large_dense_handout(a, n, clean ? a : a + os_page_round(n));
     if (zero && !clean)
         memset((void *)a, 0, n);
     stats_large(1, b.maplen);
@@ -222,7 +217,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
     struct lrange s;
     struct lmaps m;
     size_t dirty;
-    if (!large_pages(page_round(n), align, &s, &m, &dirty))
+    if (!large_pages(os_page_round(n), align, &s, &m, &dirty))
         return NULL;
     struct large_block b = {
         .ptr = (s.base + align - 1) & ~(uintptr_t)(align - 1),
@@ -351,7 +346,7 @@ static size_t large_grow_len(size_t maplen, size_t len)
     size_t slack = maplen / 4 < ((size_t)16 << 20) ? maplen / 4 : ((size_t)16 << 20);
     if (len <= maplen || len >= maplen + slack)
         return len;
-    return page_round(maplen + slack);
+    return os_page_round(maplen + slack);
 }
 
 /* Resizing a block of the arenas (b, out of the registry; this puts it or its successor
@@ -401,7 +396,7 @@ HAK_COLD void *large_realloc(void *p, size_t n)
 {
     if (n > PTRDIFF_MAX - OS_PAGE)
         return NULL;
-    size_t len = page_round(n);
+    size_t len = os_page_round(n);
     pthread_mutex_lock(&large_mutex);
     struct large_block *e = large_reg_find((uintptr_t)p);
     if (e == NULL || e->ptr != e->base) {

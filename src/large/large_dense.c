@@ -71,7 +71,7 @@ HAK_COLD void large_dense_handout(uintptr_t p, size_t len, uintptr_t fresh)
      * is looked at even when this block has no fresh page. */
     if (prev)
         dense_look(prev, prev_len);
-    uintptr_t end = p + ((len + OS_PAGE - 1) & ~(uintptr_t)(OS_PAGE - 1));
+    uintptr_t end = p + os_page_round(len);
     if (atomic_load_explicit(&dense_verdict, memory_order_relaxed) && fresh < end)
         dense_populate(p, fresh, end);
 }

@@ -10,6 +10,11 @@
 #define OS_PAGE 4096u
 #define OS_HUGE_PAGE ((size_t)2 << 20)  /* x86-64's transparent huge page */
 
+static inline size_t os_page_round(size_t n)     /* n up to a whole number of pages */
+{
+    return (n + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
+}
+
 void *os_map(size_t size);                       /* zeroed, page-aligned, NULL on failure */
 void *os_map_aligned(size_t size, size_t align); /* align: power of two >= OS_PAGE */
 void  os_unmap(void *p, size_t size);

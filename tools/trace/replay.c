@@ -69,6 +69,14 @@ static long status_kb(const char *key)
 static uint64_t live, peak, nlive;
 static long long missing;
 
+/* The traced pointer of slot s is freed (or moved by realloc): its block no longer counts. */
+static void forget(struct slot *s)
+{
+    live -= s->size;
+    nlive--;
+    erase(s);
+}
+
 /* Block p of `size` bytes now stands for the traced pointer `key`. */
 static int place(uint64_t key, void *p, uint64_t size)
 {
@@ -115,9 +123,7 @@ static int step(const struct trace_rec *x, long long n, int touch)
             return 0;
         }
         free(s->p);
-        live -= s->size;
-        nlive--;
-        erase(s);
+        forget(s);
         return 0;
     case TRACE_REALLOC:
         if (x->ret == 0)
@@ -131,9 +137,7 @@ static int step(const struct trace_rec *x, long long n, int touch)
         p = realloc(s->p, x->size);
         if (p == NULL)
             break;
-        live -= old;
-        nlive--;
-        erase(s);
+        forget(s);
         if (touch && x->size > old)
             memset((char *)p + old, 0xa5, x->size - old);
         return place(x->ret, p, x->size);

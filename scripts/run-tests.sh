@@ -5,7 +5,7 @@ set -uo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/run-tests.sh [--quick] [--help]
+Usage: scripts/run-tests.sh [--quick | --options] [--help]
 
 Installs the Debian packages the tests need (as root; otherwise prints the apt-get command),
 then builds and tests each configuration in its own directory:
@@ -16,8 +16,17 @@ then builds and tests each configuration in its own directory:
   build-asan      ASan + UBSan over the hak_* API
   build-tsan      TSan over the hak_* API
   build-fuzz      clang, libFuzzer targets (suite fuzz)
+  TMPDIR/hakmem odd.XXXXXX/D phase91=true          -Dphase91=true
+  TMPDIR/hakmem odd.XXXXXX/b=observe, no prof      -Dobserve=true -Dprof=disabled
+                  build directories as users name them (outside the tree, a space and an
+                  '=' in the path), with the suites that depend on paths and options: api,
+                  policy, integration, tools (and equivalence, prof in the first); removed
+                  afterwards
 
   --quick   the default build only
+  --options the option matrix, run before a release: each Meson option a user may set on
+            its own (every phaseNN away from its default, observe, hardened, prof=disabled),
+            in a build directory of its own with a space and an '=' in its path; whole suite
   --help    this text
 
 A configuration that fails to set up or build counts as one failure and the others still
@@ -33,10 +42,11 @@ all at once.
 EOF
 }
 
-quick=0
+quick=0 options=0
 for a in "$@"; do
   case $a in
     --quick) quick=1 ;;
+    --options) options=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run-tests.sh: unknown option '$a' (see --help)" >&2; exit 2 ;;
   esac
@@ -139,8 +149,35 @@ run() {
   [ "$fail" -eq 0 ]
 }
 
-run build
+# Build directories named as users name them: outside the tree, a space and an '=' in the path.
 if [ $quick -eq 0 ]; then
+  odd=$(mktemp -d "${TMPDIR:-/tmp}/hakmem odd.XXXXXX") || exit 1
+  trap 'rm -rf "$odd"' EXIT
+fi
+path_suites=(--suite api --suite policy --suite integration --suite tools)
+
+if [ $options -eq 1 ]; then
+  # Each option on its own, flipped from its default in meson_options.txt (tests and fuzz
+  # choose the suite itself), and the seed's own example, -Dphase91=true.
+  mapfile -t flips < <(sed -nE "s/^option\('([a-z0-9_]+)', type: '(boolean|feature)', value: '?([a-z]+)'?.*/\1 \2 \3/p" \
+    meson_options.txt | while read -r name kind value; do
+      case $name:$kind:$value in
+        tests:*|fuzz:*) ;;
+        *:boolean:true) echo "-D$name=false" ;;
+        *:boolean:false) echo "-D$name=true" ;;
+        *:feature:disabled) echo "-D$name=enabled" ;;
+        *:feature:*) echo "-D$name=disabled" ;;
+      esac
+    done)
+  for opt in -Dphase91=true "${flips[@]}"; do
+    run "$odd/D ${opt#-D}" "$opt"
+  done
+else
+  run build
+fi
+if [ $quick -eq 0 ] && [ $options -eq 0 ]; then
+  run "$odd/D phase91=true" -Dphase91=true -- "${path_suites[@]}" --suite equivalence --suite prof
+  run "$odd/b=observe, no prof" -Dobserve=true -Dprof=disabled -- "${path_suites[@]}"
   run build-hardened -Dhardened=true -- --no-suite equivalence --no-suite regrtest
   run build-asan -Db_sanitize=address,undefined -Db_lundef=false
   run build-tsan -Db_sanitize=thread -Db_lundef=false -- --suite sanitize

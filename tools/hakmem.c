@@ -247,6 +247,33 @@ static const char *find_library(const char *name, char *buf, size_t len)
     return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
+/* Puts lib first in LD_PRELOAD, ahead of what the environment preloads already.  ld.so splits
+ * LD_PRELOAD at spaces and colons, so a library whose path holds either goes in by its file
+ * name, found through its directory put first in LD_LIBRARY_PATH (split at colons only).
+ * 0 after reporting a path neither variable can carry (a colon in the directory). */
+static int preload_set(const char *what, const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    const char *slash = strrchr(lib, '/');
+    const char *name = lib;
+    char buf[8192];
+    if (strpbrk(lib, " \t\n:") && slash) {
+        const char *dirs = getenv("LD_LIBRARY_PATH");
+        int dirlen = (int)(slash - lib);
+        name = slash + 1;
+        if (memchr(lib, ':', (size_t)dirlen) || strpbrk(name, " \t\n:")) {
+            fail("%s: %s: no preload can name a library there (ld.so splits LD_PRELOAD at spaces and "
+                 "colons, LD_LIBRARY_PATH at colons); build or install it under another path", what, lib);
+            return 0;
+        }
+        snprintf(buf, sizeof buf, dirs && *dirs ? "%.*s:%s" : "%.*s", dirlen, lib, dirs);
+        setenv("LD_LIBRARY_PATH", buf, 1);
+    }
+    snprintf(buf, sizeof buf, old && *old ? "%s:%s" : "%s", name, old);
+    setenv("LD_PRELOAD", buf, 1);
+    return 1;
+}
+
 /* HAKMEM_CONFIG as an absolute path: the program may change directory, or start another
  * program elsewhere, before the library reads it.  A FILE given with --config must exist (0
  * after reporting it); one inherited from the environment is passed on, made absolute, for
@@ -360,13 +387,8 @@ static int run(int argc, char **argv, int prof)
     }
     if (prof)
         return prof_run(lib, argv + i, &po);
-    const char *old = getenv("LD_PRELOAD");
-    char preload[8192];
-    if (old && *old)
-        snprintf(preload, sizeof preload, "%s:%s", lib, old);
-    else
-        snprintf(preload, sizeof preload, "%s", lib);
-    setenv("LD_PRELOAD", preload, 1);
+    if (!preload_set("run", lib))
+        return 1;
     execvp(argv[i], argv + i);
     /* As env(1) and sh: 127 for a program not found, 126 for one found but not run. */
     int e = errno;
@@ -430,9 +452,6 @@ static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
         snprintf(out, sizeof out, "%s", pat);
     const char *prog = find_in_path(argv[0], exe, sizeof exe);
     int have_pprof = find_in_path("google-pprof", pprof, sizeof pprof) != NULL && prog != NULL;
-    const char *old = getenv("LD_PRELOAD");
-    char preload[8192];
-    snprintf(preload, sizeof preload, old && *old ? "%s:%s" : "%s", lib, old);
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -440,7 +459,8 @@ static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
         return 1;
     }
     if (pid == 0) {
-        setenv("LD_PRELOAD", preload, 1);
+        if (!preload_set("prof", lib))
+            _exit(1);
         setenv("HAKMEM_PROF", "on", 1);
         setenv("HAKMEM_PROF_OUTPUT", out, 1);
         if (o->sample)
@@ -491,6 +511,11 @@ static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
         char top[32];
         snprintf(top, sizeof top, "--nodecount=%d", o->top);
         fprintf(stderr, "hakmem: prof: live memory by function (google-pprof --text %s %s):\n", prog, file);
+        /* pprof takes a mapped path to end at its first space: such a program's frames stay
+         * addresses.  Said once, before its table, rather than left to look like a bad profile. */
+        if (strpbrk(prog, " \t"))
+            fprintf(stderr, "hakmem: prof: warning: google-pprof cannot read the symbols of a program whose "
+                    "path holds a space (%s); run a copy or a link from another path\n", prog);
         pid_t v = fork();
         if (v == 0) {
             dup2(2, 1);             /* the summary on stderr: the program's stdout stays its own */

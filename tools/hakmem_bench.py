@@ -99,7 +99,7 @@ class Setup:
     def env(self, program: Optional[Path] = None) -> Dict[str, str]:
         extra = dict(self.policy_env)
         if self.lib:
-            extra["LD_PRELOAD"] = str(self.lib)
+            extra.update(preload_env(self.lib))
         elif program is not None and links_own_allocator(program):
             libc = find_system_lib("libc.so.6")
             if libc:
@@ -107,6 +107,21 @@ class Setup:
         if self.config:
             extra["HAKMEM_CONFIG"] = str(self.config)
         return extra
+
+
+def preload_env(lib: Path, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The variables that preload lib into a program run with the environment base (default:
+    ours).  ld.so splits LD_PRELOAD at spaces and colons, so a library whose path holds either
+    goes in by its file name, found through its directory put first in LD_LIBRARY_PATH (split at
+    colons only)."""
+    lib = Path(lib)
+    if not re.search(r"[\s:]", str(lib)):
+        return {"LD_PRELOAD": str(lib)}
+    if re.search(r"[\s:]", lib.name) or ":" in str(lib.parent):
+        fail(f"{lib}: no preload can name a library there (ld.so splits LD_PRELOAD at spaces and colons, "
+             "LD_LIBRARY_PATH at colons); build or install it under another path")
+    dirs = (os.environ if base is None else base).get("LD_LIBRARY_PATH")
+    return {"LD_PRELOAD": lib.name, "LD_LIBRARY_PATH": f"{lib.parent}:{dirs}" if dirs else str(lib.parent)}
 
 
 @dataclass
@@ -145,6 +160,17 @@ def project_root() -> Path:
     if (here / "meson.build").is_file() and (here / "bench").is_dir():
         return here
     return Path.cwd()
+
+
+def default_build_dir(root: Path) -> Path:
+    """The Meson build the running `hakmem` belongs to (BUILD/tools/hakmem), so a tool built in
+    any directory measures that build's library and benchmarks; else SOURCE/build."""
+    tool = os.environ.get("HAKMEM_TOOL")
+    if tool:
+        build = Path(tool).resolve().parent.parent
+        if (build / "meson-info").is_dir():
+            return build
+    return root / "build"
 
 
 def clean_env() -> Tuple[Dict[str, str], List[str]]:
@@ -461,31 +487,36 @@ def find_system_lib(soname: str) -> Optional[Path]:
 
 
 def resolve_ab_side(spec: str, side: str, build_dir: Path) -> Setup:
-    """A or B: `build:DIR`, a build directory, a shared library, an INI policy file,
-    `HAKMEM_VAR=VALUE[,...]` (policy variables over the defaults: a phase switched without a
-    file of its own), or `glibc` (nothing preloaded: the system allocator, as compare runs it)."""
+    """A or B: `glibc` (nothing preloaded: the system allocator, as compare runs it), an existing
+    file or folder whatever its path holds (a build directory, a shared library, an INI policy
+    file), `build:DIR` (DIR/libhakmem.so), or `HAKMEM_VAR=VALUE[,...]` (policy variables over
+    the defaults: a phase switched without a file of its own)."""
     if spec == "glibc":
         return Setup(side, "glibc")
-    if re.fullmatch(r"HAKMEM_[A-Z0-9_]+=[^,]*(,HAKMEM_[A-Z0-9_]+=[^,]*)*", spec):
+    path = Path(spec)
+    if path.is_dir():
+        lib = path / "libhakmem.so"
+    elif path.is_file() and is_elf(path):
+        lib = path
+    elif path.is_file():
+        config = path.resolve()
+        lib = build_dir / "libhakmem.so"
+        if not lib.is_file():
+            fail(f"ab: {side} is a policy file, but {lib} is not built (run: ninja -C {build_dir})")
+        check_policy(config, side, build_dir)
+        return Setup(side, spec, lib=lib.resolve(), config=config)
+    elif spec.startswith("build:"):
+        lib = Path(spec[len("build:"):]) / "libhakmem.so"
+    elif re.fullmatch(r"HAKMEM_[A-Z0-9_]+=[^,]*(,HAKMEM_[A-Z0-9_]+=[^,]*)*", spec):
         policy_env = dict(item.split("=", 1) for item in spec.split(","))
         lib = build_dir / "libhakmem.so"
         if not lib.is_file():
             fail(f"ab: {side} sets policy variables, but {lib} is not built (run: ninja -C {build_dir})")
         check_policy_env(policy_env, side, build_dir)
         return Setup(side, spec, lib=lib.resolve(), policy_env=policy_env)
-    if spec.startswith("build:"):
-        lib = Path(spec[len("build:"):]) / "libhakmem.so"
-    elif Path(spec).is_dir():
-        lib = Path(spec) / "libhakmem.so"
-    elif Path(spec).is_file() and is_elf(Path(spec)):
-        lib = Path(spec)
-    elif Path(spec).is_file():
-        config = Path(spec).resolve()
-        lib = build_dir / "libhakmem.so"
-        if not lib.is_file():
-            fail(f"ab: {side} is a policy file, but {lib} is not built (run: ninja -C {build_dir})")
-        check_policy(config, side, build_dir)
-        return Setup(side, spec, lib=lib.resolve(), config=config)
+    elif "=" in spec:
+        fail(f"ab: {side} '{spec}': no such file, and not a setting (HAKMEM_VAR=VALUE[,...]: only variables "
+             "whose name starts with HAKMEM_)")
     else:
         fail(f"ab: {side} '{spec}': no such file; give an INI file, a libhakmem .so, or build:DIR")
     if not lib.is_file():
@@ -593,8 +624,9 @@ def ab_parser(root: Path) -> Parser:
                    help="percent the whole CI must clear for GO or NO-GO (default: 1)")
     p.add_argument("--allow-output-diff", action="store_true",
                    help="do not compare the program's stdout between runs and between A and B")
-    p.add_argument("--build-dir", type=Path, default=root / "build",
-                   help="build with the benchmarks (and the library for INI sides); default: build")
+    p.add_argument("--build-dir", type=Path, default=default_build_dir(root),
+                   help="build with the benchmarks (and the library for INI sides); default: the build this "
+                        "hakmem was built in, else SOURCE/build")
     p.add_argument("--csv", type=Path, help="write every run (warm-ups included) to this CSV file")
     p.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=argparse.SUPPRESS)
@@ -838,7 +870,7 @@ def extra_allocators(items: Sequence[str], env: Dict[str, str]) -> List[Setup]:
     for item in items:
         name, sep, given = item.partition("=")
         what = f"compare: --allocator '{item}'"
-        if not sep:
+        if not sep or Path(item).is_file():   # a path that holds '=' is still a path without a name
             fail(f"{what}: wants NAME=PATH, e.g. --allocator mimalloc-2.4=/opt/mimalloc/lib/libmimalloc.so")
         if not name:
             fail(f"{what}: the name before '=' is empty")
@@ -859,10 +891,7 @@ def extra_allocators(items: Sequence[str], env: Dict[str, str]) -> List[Setup]:
             fail(f"{what}: {given}: no such file")
         if path.is_dir():
             fail(f"{what}: {given}: is a directory, not a shared library")
-        # ld.so splits LD_PRELOAD at spaces and colons.
         lib = path.resolve()
-        if re.search(r"[\s:]", str(lib)):
-            fail(f"{what}: {lib}: LD_PRELOAD cannot name a path with a space or a colon; link it from another path")
         check_preloadable(lib, env, what)
         extras.append(Setup(name, name, lib=lib, colour=EXTRA_COLOURS[len(extras) % len(EXTRA_COLOURS)]))
     return extras
@@ -872,18 +901,19 @@ def check_preloadable(lib: Path, env: Dict[str, str], what: str) -> None:
     """Whether ld.so preloads lib into a program that does nothing: it refuses a file that is not
     a shared object (text, an executable, the wrong architecture) only with a warning."""
     argv = ["/bin/true"]
+    preload = preload_env(lib)
     try:
-        proc = subprocess.run(argv, env={**env, "LD_PRELOAD": str(lib)}, stdin=subprocess.DEVNULL,
+        proc = subprocess.run(argv, env={**env, **preload}, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
                               timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        fail(f"{what}: cannot check {lib} with {command_line(argv, {'LD_PRELOAD': str(lib)})}: {exc}")
+        fail(f"{what}: cannot check {lib} with {command_line(argv, preload)}: {exc}")
     refused = find_preload_error(proc.stderr)
     if refused:
         fail(f"{what}: not a loadable shared library: {refused}")
     if proc.returncode != 0:
         said = proc.stderr.strip().splitlines()[:1] or ["(nothing on stderr)"]
-        fail(f"{what}: {command_line(argv, {'LD_PRELOAD': str(lib)})} failed with {describe_exit(proc.returncode)}: "
+        fail(f"{what}: {command_line(argv, preload)} failed with {describe_exit(proc.returncode)}: "
              f"{said[0]}")
 
 
@@ -1180,8 +1210,9 @@ def compare_parser(root: Path) -> Parser:
     p.add_argument("--allow-output-diff", action="store_true",
                    help="do not compare PROGRAM's stdout with its stdout under glibc")
     p.add_argument("--out", type=Path, help="results folder (default: results/<timestamp>/)")
-    p.add_argument("--build-dir", type=Path, default=root / "build",
-                   help="Standard build: benchmarks and libhakmem.so (default: build)")
+    p.add_argument("--build-dir", type=Path, default=default_build_dir(root),
+                   help="Standard build: benchmarks and libhakmem.so (default: the build this hakmem was built "
+                        "in, else SOURCE/build)")
     p.add_argument("--pgo-build-dir", type=Path, help="FAST PGO build (default: build-pgo, if built)")
     p.add_argument("--no-pgo", action="store_true", help="leave out hakmem FAST PGO even if it is built")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,

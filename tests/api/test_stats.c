@@ -208,10 +208,18 @@ static void exit_probe(const char *phase, size_t *retained, size_t *resident, si
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        char preload[4096], ph[64];
-        snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+        char preload[4096], dirs[4096], ph[64];
+        const char *slash = strrchr(lib, '/');
+        /* ld.so splits LD_PRELOAD at spaces: such a library goes in by name from its folder */
+        if (strchr(lib, ' ') && slash) {
+            snprintf(preload, sizeof preload, "LD_PRELOAD=%s", slash + 1);
+            snprintf(dirs, sizeof dirs, "LD_LIBRARY_PATH=%.*s", (int)(slash - lib), lib);
+        } else {
+            snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+            snprintf(dirs, sizeof dirs, "LD_LIBRARY_PATH=");
+        }
         snprintf(ph, sizeof ph, "HAKMEM_PHASE106=%s", phase);
-        char *env[] = {preload, ph, "HAKMEM_PURGE_RETAIN=64M", "HAKMEM_PURGE_DELAY=10000", NULL};
+        char *env[] = {preload, dirs, ph, "HAKMEM_PURGE_RETAIN=64M", "HAKMEM_PURGE_DELAY=10000", NULL};
         dup2(fd[1], 1);
         close(fd[0]);
         execle(probe, probe, (char *)NULL, env);

@@ -57,6 +57,7 @@ unset LD_PRELOAD
 export LC_ALL=C LANG=C TZ=UTC
 unset LANGUAGE
 
+. "$HERE/../common/preload.sh"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-it.XXXXXX") || die "mktemp -d failed"
 cleanup() {
     if [ -n "${HAK_IT_KEEP:-}" ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
@@ -102,7 +103,7 @@ step_in() {
     [ "$MODE" = ref ] && STEP_NAMES+=("$(printf '%02d' "$STEP_NO")-$name")
     printf '%q ' "$@" > "$base.cmd"
     if [ "$MODE" = hak ]; then
-        (cd "$WORK" && exec timeout -k 5 "$STEP_TIMEOUT" env LD_PRELOAD="$LIB" "$@") \
+        (cd "$WORK" && preload_export "$LIB" && exec timeout -k 5 "$STEP_TIMEOUT" "$@") \
             < "$input" > "$base.out" 2> "$base.err"
     else
         (cd "$WORK" && exec timeout -k 5 "$STEP_TIMEOUT" "$@") \
@@ -192,7 +193,7 @@ check_preloaded() {
     local log=$TMP/bindings.log sym
     # exec from a subshell: no wrapper (timeout, env) whose own bindings would
     # be logged, so only the program itself is judged.
-    (cd "$TMP" && export LD_DEBUG=bindings LD_PRELOAD="$LIB" && exec "$@") \
+    (cd "$TMP" && export LD_DEBUG=bindings && preload_export "$LIB" && exec "$@") \
         > /dev/null 2> "$log" < /dev/null || true
     for sym in malloc free; do
         if ! grep -F "to $LIB " "$log" | grep -q "symbol \`$sym'"; then

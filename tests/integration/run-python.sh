@@ -28,7 +28,7 @@ if not hasattr(glob, "hak_malloc") or not p:
 glob.free(p)
 print("loaded", maps[0][-1])
 '
-if out=$(cd "$TMP" && LD_PRELOAD="$LIB" "$PY" -c "$LOADED_PY" 2>&1) &&
+if out=$(cd "$TMP" && preload_export "$LIB" && "$PY" -c "$LOADED_PY" 2>&1) &&
    ! printf '%s\n' "$out" | grep -q '^hakmem:'; then
     say "ok: $out (found in /proc/self/maps)"
 else

@@ -6,7 +6,8 @@ tool=$1 dir=$2
 status=0 n=0
 for f in "$dir"/*.ini; do
   n=$((n + 1))
-  if ! out=$(env -u HAKMEM_CONFIG "$tool" config check "$f" 2>&1 >/dev/null); then
+  # not env(1), which would take a tool path holding '=' for a variable
+  if ! out=$(unset HAKMEM_CONFIG; "$tool" config check "$f" 2>&1 >/dev/null); then
     echo "$f:"; echo "$out"
     status=1
   fi

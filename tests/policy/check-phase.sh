@@ -3,7 +3,8 @@
 # source; switching on a phase compiled out warns and leaves it off.
 set -uo pipefail
 tool=$1 key=$2 var=$3 value=$4
-out=$(env -u HAKMEM_CONFIG "$var=$value" "$tool" config show 2>&1)
+# not env(1), which would take a tool path holding '=' for a variable
+out=$(unset HAKMEM_CONFIG; export "$var=$value"; "$tool" config show 2>&1)
 rc=$?
 line=$(grep -E "^phases\.$key +=" <<< "$out")
 [ $rc -eq 0 ] || { echo "config show exited $rc:"; echo "$out"; exit 1; }

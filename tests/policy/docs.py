@@ -15,6 +15,42 @@ def key_table(tool):
                           text=True).stdout.splitlines()
 
 
+def meson_defaults(root):
+    """Each Meson option's default, from meson_options.txt: {name: value as written}."""
+    text = (root / "meson_options.txt").read_text()
+    return {m.group(1): m.group(2).strip() for m in
+            re.finditer(r"option\('([^']+)',\s*type:\s*'\w+',\s*value:\s*([^,]+),", text)}
+
+
+def row_defaults(root):
+    """Each key's default as keys.def writes it, by its INI name: {'[phases] phase90': 'on'}.
+    The columns before the help text hold no comma (keys.def says so; meson.build relies on it)."""
+    out = {}
+    for row in (root / "src" / "policy" / "keys.def").read_text().split("\nPOLICY_KEY(")[1:]:
+        cols = [c.strip().strip('"') for c in row.split(",")]
+        out[f"[{cols[3]}] {cols[4]}"] = cols[9]
+    return out
+
+
+def as_default_build(root, keys):
+    """The key table as the default build prints it.  A build set up with other Meson options
+    (-Dobserve=true, -Dphase93=false) prints its own 'compiled in' column, and 'off' as the
+    default of a switch it compiles out; the docs describe the default build wherever the test
+    runs, so those two cells are set from meson_options.txt and keys.def."""
+    options, defaults = meson_defaults(root), row_defaults(root)
+    out = keys[:2]
+    for row in keys[2:]:
+        cols = row.strip("|").split(" | ")
+        ini, meson = cols[0].strip().strip("`"), cols[5].strip()
+        if meson in options:
+            compiled = options[meson] == "true"
+            cols[6] = "yes" if compiled else "no"
+            if cols[3].strip() == "on/off":
+                cols[4] = f"`{defaults[ini] if compiled else 'off'}`"
+        out.append("|" + " | ".join(cols) + "|")
+    return out
+
+
 def options_table(root, keys):
     switch = {}     # Meson option -> the INI key it compiles in (the first, as keys.def orders them)
     for row in keys[2:]:
@@ -45,7 +81,7 @@ def main():
     update = "--update" in sys.argv
     args = [a for a in sys.argv[1:] if a != "--update"]
     tool, root = args[0], Path(args[1])
-    keys = key_table(tool)
+    keys = as_default_build(root, key_table(tool))
     wrong = 0
     for doc, new in ((root / "docs" / "POLICY.md", keys), (root / "README.md", options_table(root, keys))):
         text = doc.read_text()

@@ -49,6 +49,9 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from hakmem_bench import preload_env  # noqa: E402  (the tool's own rule for a path ld.so splits)
+
 SKIP = 77
 NAME = "regrtest"
 CI = os.environ.get("CI", "") in ("true", "1", "yes")
@@ -139,7 +142,7 @@ print("loaded", maps[0][-1])
 
 
 def check_preloaded(py, env, lib):
-    e = dict(env, LD_PRELOAD=lib)
+    e = dict(env, **preload_env(lib, env))
     r = subprocess.run([py, "-c", LOADED_PY], env=e, capture_output=True, text=True)
     out = (r.stdout + r.stderr).strip()
     if r.returncode != 0 or "hakmem:" in out:
@@ -278,7 +281,7 @@ def main():
         check_preloaded(py, env, lib)
 
         ref = run("ref", py, env, tests, tmp, jobs, per_test_timeout, run_timeout)
-        hak = run("hak", py, dict(env, LD_PRELOAD=lib), tests, tmp, jobs, per_test_timeout,
+        hak = run("hak", py, dict(env, **preload_env(lib, env)), tests, tmp, jobs, per_test_timeout,
                   run_timeout)
         retried = None
         fails, suspects = compare(ref, hak, tests)
@@ -288,7 +291,7 @@ def main():
                 "in both modes" % (fails, " ".join(again), " ".join(again)))
             retry_timeout = run_timeout // 2      # both retries fit in meson's timeout too
             ref2 = run("ref-retry", py, env, again, tmp, jobs, per_test_timeout, retry_timeout)
-            hak2 = run("hak-retry", py, dict(env, LD_PRELOAD=lib), again, tmp, jobs,
+            hak2 = run("hak-retry", py, dict(env, **preload_env(lib, env)), again, tmp, jobs,
                        per_test_timeout, retry_timeout)
             fails2, _ = compare(ref2, hak2, again)
             say("RETRY: %s: %s on the retry (first run: %d difference(s), above)"

@@ -7,15 +7,15 @@ source "$(dirname "$0")/checks.sh" "$@"
 true_bin=$(type -P true)
 
 # HAKMEM_STATS=1 and [stats] enabled = on: the totals at exit, once per process
-HAKMEM_STATS=1 LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+(preload_export "$lib"; HAKMEM_STATS=1 exec "$true_bin") 2>"$tmp/err"
 [ "$(grep -c "^hakmem $version totals (pid " "$tmp/err")" -eq 1 ] || fail "HAKMEM_STATS=1: $(cat "$tmp/err")"
 for row in mapped resident 'in use' retained purged peak heaps 'large blocks'; do
   grep -q "^  $row " "$tmp/err" || fail "HAKMEM_STATS=1: no '$row' row"
 done
 printf '[stats]\nenabled = on\n' >"$tmp/stats.ini"
-HAKMEM_CONFIG=$tmp/stats.ini LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+(preload_export "$lib"; HAKMEM_CONFIG=$tmp/stats.ini exec "$true_bin") 2>"$tmp/err"
 grep -q "^hakmem $version totals" "$tmp/err" || fail "[stats] enabled = on: $(cat "$tmp/err")"
-LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+(preload_export "$lib"; exec "$true_bin") 2>"$tmp/err"
 ! [ -s "$tmp/err" ] || fail "the totals without HAKMEM_STATS: $(cat "$tmp/err")"
 
 # HAKMEM_VERBOSE=1: version, each setting's source (the INI file by absolute path), phases
@@ -28,9 +28,9 @@ grep -q "purge.retain *= 0 *(ini $src/config/lean.ini:[0-9]*)" "$tmp/err" || fai
 grep -q 'slots.capacity *= 32 *(env HAKMEM_SLOTS_CAPACITY)' "$tmp/err" || fail "HAKMEM_VERBOSE=1: no variable for slots.capacity"
 grep -q 'phases.phase91 *= on *(default)' "$tmp/err" || fail "HAKMEM_VERBOSE=1: no default for phase91"
 grep -q '^hakmem: compiled in: .*phase91.*; compiled out:' "$tmp/err" || fail "HAKMEM_VERBOSE=1: no compiled-in phases"
-HAKMEM_VERBOSE=1 HAKMEM_CONFIG=config/lean.ini LD_PRELOAD=$lib "$true_bin" 2>"$tmp/err"
+(preload_export "$lib"; HAKMEM_VERBOSE=1 HAKMEM_CONFIG=config/lean.ini exec "$true_bin") 2>"$tmp/err"
 grep -q "INI file $src/config/lean.ini\$" "$tmp/err" || fail "a relative HAKMEM_CONFIG is not reported by its absolute path"
-LD_PRELOAD=$lib HAKMEM_CONFIG=config/lean.ini "$true_bin" 2>"$tmp/err"
+(preload_export "$lib"; HAKMEM_CONFIG=config/lean.ini exec "$true_bin") 2>"$tmp/err"
 ! [ -s "$tmp/err" ] || fail "reports without HAKMEM_VERBOSE: $(cat "$tmp/err")"
 
 checks_done "library reports"

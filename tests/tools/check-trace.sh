@@ -8,15 +8,16 @@ lib=$1 replay=$2 prog=$3 hakmem=$4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../common/preload.sh"
 
-HAKMEM_TRACE_OUT="$dir/t.%p.bin" LD_PRELOAD="$lib" "$prog" || fail "trace_prog failed under the recorder"
+(preload_export "$lib"; HAKMEM_TRACE_OUT="$dir/t.%p.bin" exec "$prog") || fail "trace_prog failed under the recorder"
 n=$(ls "$dir" | wc -l)
 [ "$n" = 1 ] || fail "expected one trace (the child of fork records nothing), found $n: $(ls "$dir")"
 trace=$(ls "$dir"/t.*.bin)
 
 field() { sed -n "s/.* $1=\([0-9-]*\).*/\1/p" <<<"$2"; }
 for pre in "" "$hakmem"; do
-  out=$(LD_PRELOAD="$pre" "$replay" "$trace") || fail "replay under '${pre:-glibc}' failed: $out"
+  out=$([ -z "$pre" ] || preload_export "$pre"; exec "$replay" "$trace") || fail "replay under '${pre:-glibc}' failed: $out"
   echo "${pre:-glibc}: $out"
   # 1000 mallocs, 500 frees, 100 reallocs, a calloc and a posix_memalign
   [ "$(field records "$out")" = 1602 ] || fail "records: $out"
@@ -44,6 +45,6 @@ head -c 100 "$trace" > "$dir/cut.bin"       # a record cut short is not replayed
 out=$("$replay" "$dir/cut.bin") || fail "a truncated trace: $out"
 "$replay" >/dev/null 2>&1; [ $? = 2 ] || fail "no argument: not a usage error"
 # A trace file that cannot be written: one line on stderr, and the program runs on.
-err=$(HAKMEM_TRACE_OUT="$dir/no/such/dir/t.bin" LD_PRELOAD="$lib" "$prog" 2>&1); st=$?
+err=$(preload_export "$lib"; HAKMEM_TRACE_OUT="$dir/no/such/dir/t.bin" exec "$prog" 2>&1); st=$?
 [ $st = 0 ] && [ "$(wc -l <<<"$err")" = 1 ] || fail "an unwritable trace: status $st, stderr: $err"
 echo "PASS"

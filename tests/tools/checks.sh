@@ -6,6 +6,7 @@ tool=$1 lib=$2 src=$3 version=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
+source "$(dirname "${BASH_SOURCE[0]}")/../common/preload.sh"
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 checks_done() {
   [ $fails -eq 0 ] && echo "$1: all checks passed"

@@ -1,6 +1,8 @@
 /* hugebuf.c - huge buffers replaced at random: a thread keeps `count` buffers of 5-25 MiB and
- * replaces a random one `steps` times, each new buffer from calloc, then written at every
- * page, as a program double-buffering images or column chunks does.
+ * replaces a random one `steps` times, then writes every page of the new buffer, as a program
+ * double-buffering images or column chunks does.  A new buffer comes from calloc (--fill
+ * calloc, the default) or from malloc with every byte then zeroed by the program, as C++'s
+ * `new char[n]()` does (--fill malloc+memset).
  * Prints one machine-readable line; ops_per_sec is replacements per second. */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +19,18 @@ int main(int argc, char **argv)
     static const char *const names[] = { "count", "steps" };
     static const unsigned long long mins[] = { 1, 1 };
     unsigned long long arg[] = { 20, 400 };
-    bench_args(argc, argv, "hugebuf [count [steps]]", 2, names, mins, arg);
+    int memset_fill = 0;
+    if (argc > 2 && !strcmp(argv[1], "--fill")) {
+        if (strcmp(argv[2], "calloc") && strcmp(argv[2], "malloc+memset")) {
+            fprintf(stderr, "hugebuf: --fill takes calloc or malloc+memset, not '%s'\n", argv[2]);
+            return 2;
+        }
+        memset_fill = !strcmp(argv[2], "malloc+memset");
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
+    bench_args(argc, argv, "hugebuf [--fill calloc|malloc+memset] [count [steps]]", 2, names, mins, arg);
     unsigned long long count = arg[0], steps = arg[1];
 
     unsigned char **buf = calloc(count, sizeof *buf);
@@ -37,11 +50,13 @@ int main(int argc, char **argv)
             checksum += buf[i][len[i] / 2];
             free(buf[i]);
         }
-        buf[i] = calloc(1, n);
+        buf[i] = memset_fill ? malloc(n) : calloc(1, n);
         if (buf[i] == NULL) {
-            fprintf(stderr, "hugebuf: calloc(%zu) failed\n", n);
+            fprintf(stderr, "hugebuf: allocating %zu bytes failed\n", n);
             return 1;
         }
+        if (memset_fill)
+            memset(buf[i], 0, n);
         for (size_t off = 0; off < n; off += 4096)
             checksum += buf[i][off]++;
         len[i] = n;
@@ -54,7 +69,7 @@ int main(int argc, char **argv)
     sink = (unsigned char)checksum;
 
     char fields[64];
-    snprintf(fields, sizeof fields, "count=%llu", count);
+    snprintf(fields, sizeof fields, "count=%llu fill=%s", count, memset_fill ? "malloc+memset" : "calloc");
     bench_report((double)steps, t0, t1, fields);
     return 0;
 }

@@ -17,7 +17,7 @@ then builds and tests each configuration in its own directory:
   build-tsan      TSan over the hak_* API
   build-fuzz      clang, libFuzzer targets (suite fuzz)
   TMPDIR/hakmem odd.XXXXXX/D phase91=true          -Dphase91=true
-  TMPDIR/hakmem odd.XXXXXX/b=observe, no prof      -Dobserve=true -Dprof=disabled
+  TMPDIR/hakmem odd.XXXXXX/b=observe no-prof      -Dobserve=true -Dprof=disabled
                   build directories as users name them (outside the tree, a space and an
                   '=' in the path), with the suites that depend on paths and options: api,
                   policy, integration, tools (and equivalence, prof in the first); removed
@@ -177,7 +177,7 @@ else
 fi
 if [ $quick -eq 0 ] && [ $options -eq 0 ]; then
   run "$odd/D phase91=true" -Dphase91=true -- "${path_suites[@]}" --suite equivalence --suite prof
-  run "$odd/b=observe, no prof" -Dobserve=true -Dprof=disabled -- "${path_suites[@]}"
+  run "$odd/b=observe no-prof" -Dobserve=true -Dprof=disabled -- "${path_suites[@]}"
   run build-hardened -Dhardened=true -- --no-suite equivalence --no-suite regrtest
   run build-asan -Db_sanitize=address,undefined -Db_lundef=false
   run build-tsan -Db_sanitize=thread -Db_lundef=false -- --suite sanitize

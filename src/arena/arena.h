@@ -43,7 +43,9 @@ void  arena_pool_unlock(void);
 void  arena_pool_after_fork_child(void);   /* fresh locks; the purger's extents free again */
 /* Phase 99, for the purger: waits for extents due for purging and takes them out of the free
  * ones (*batched: Phase 95 for them); then gives them back, purged.  Or returns 0 with
- * *sparse set when a pass over sparse regions is due (Phase 101). */
+ * *sparse saying which pass over regions is due: Phase 101's, or the idle decay's (every
+ * free chunk is purged by then). */
+enum { ARENA_PASS_NONE, ARENA_PASS_SPARSE, ARENA_PASS_IDLE };
 unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched, int *sparse);
 size_t arena_pool_resident_free(void);   /* bytes of free chunks that may be resident */
 void  arena_pool_purge_done(const struct iovec *extents, unsigned n);
@@ -76,18 +78,30 @@ unsigned arena_donate(uintptr_t dst, size_t len, size_t *runs, unsigned max);
 void   arena_sparse_forget(struct region *r);   /* r, held, is about to leave (region_hold) */
 /* One pass over the regions: with `trim` (malloc_trim) every free page now, until at most
  * `keep` bytes of them stay; else the pages of those that have stayed sparse (half or less
- * live) and untouched for [purge] delay, while they and the free chunks exceed [purge]
- * retain.  Returns the bytes given back. */
+ * live) and untouched for [purge] sparse_delay, while they and the free chunks exceed `keep`
+ * ([purge] retain; 0 once the program is idle).  Returns the bytes given back. */
 size_t arena_sparse_pass(int trim, size_t keep);
 /* Called after each pass but malloc_trim's with the time and the delay: the layer above
  * visits the heaps of threads idle that long (cold/visit.c). */
 typedef void (*arena_visitor_fn)(uint32_t now_ms, uint32_t idle_ms);
 void   arena_set_visitor(arena_visitor_fn fn);
 
+/* Idle decay ([purge] idle): a region, span or large block taken or given back is a use of
+ * memory.  Once none has come for [purge] idle ms, the purger gives back every free page
+ * hakmem retains: the free chunks, the free pages of regions and spans untouched for
+ * [purge] sparse_delay, and (the hook) the large page cache.  pool.c notes its own takes and
+ * releases; large/ notes the blocks it maps itself. */
+void  arena_note_use(void);
+typedef void (*arena_idle_fn)(void);
+void  arena_set_idle(arena_idle_fn fn);  /* registered at start-up: large/'s cache trim */
+
 /* purger.c (Phase 99): a thread that purges, so the freeing thread need not */
-void  arena_purger_want(void);          /* purges are coming: start the purger at the next safe point */
+/* Start the purger at the next safe point: `purges`, purges past `retain` are coming and it
+ * takes them over there from the freeing threads; else only the idle decay wants it. */
+void  arena_purger_want(int purges);
 void  arena_purger_poll(void);          /* a safe point: no heap state held, an allocation may nest */
 int   arena_purger_running(void);
+int   arena_purger_purges(void);        /* running, and the purges past `retain` are its */
 void  arena_purger_pause(unsigned ms);  /* test hook: the purger holds each batch this long */
 void  arena_purger_after_fork_child(void);
 

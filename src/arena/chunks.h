@@ -65,6 +65,8 @@ void arena_sparse_after_fork_child(void);
  * regions, 0 if one is due, UINT32_MAX if none is wanted (the phase off, or a heap within
  * `retain`, in which free pages inside regions cannot exceed the cap). */
 uint32_t arena_sparse_wait(const struct policy *p, size_t in_use);
+/* [purge] sparse_delay, never shorter than [purge] delay: how long a region must stay untouched. */
+uint32_t arena_sparse_delay(const struct policy *p);
 
 /* malloc_trim: purges free resident chunks, whatever their age, until at most `keep` bytes
  * stay resident.  Returns the bytes purged. */

@@ -20,6 +20,25 @@ static pthread_cond_t busy_cv = PTHREAD_COND_INITIALIZER;    /* busy chunks came
  * sweep at most once per tick, and one signalled while the purger was busy is lost, so
  * the memory would stay resident in a program that goes idle.  Under pool_mutex. */
 static int purger_idle;
+/* Idle decay: uses of memory (takes and releases) counted, the time of the last, and the count
+ * the purger last decayed at (its own).  purger_asleep: it waits with no deadline, so a use
+ * must wake it for the decay to come (set under pool_mutex; a user reads it without, after
+ * its count, the purger it before reading the count: one of the two sees the other). */
+static _Atomic uint32_t pool_uses;
+static _Atomic uint32_t pool_used_ms;
+static uint32_t purger_decayed;
+static _Atomic int purger_asleep;
+
+HAK_COLD void arena_note_use(void)
+{
+    atomic_store_explicit(&pool_used_ms, arena_now_ms(), memory_order_relaxed);
+    atomic_fetch_add(&pool_uses, 1);
+    if (atomic_load(&purger_asleep)) {
+        pthread_mutex_lock(&pool_mutex);
+        pthread_cond_signal(&purge_cv);
+        pthread_mutex_unlock(&pool_mutex);
+    }
+}
 
 static pthread_mutex_t abandoned_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* Abandoned regions by class: with a block to hand out (adopted), and without (not, until
@@ -66,6 +85,8 @@ void arena_pool_after_fork_child(void)
 {
     pthread_mutex_init(&pool_mutex, NULL);
     purger_idle = 0;                        /* the purger did not come along */
+    atomic_store(&purger_asleep, 0);
+    purger_decayed = atomic_load(&pool_uses);
     pthread_mutex_init(&abandoned_mutex, NULL);
     pthread_cond_init(&purge_cv, NULL);
     pthread_cond_init(&busy_cv, NULL);
@@ -122,6 +143,11 @@ HAK_COLD unsigned arena_donate(uintptr_t dst, size_t len, size_t *runs, unsigned
  * mimalloc's), while a big heap's few partly used regions are a small share of it. */
 #define POOL_POPULATE_MIN ((size_t)16 << 20)
 
+/* With [purge] idle, the purger is started once this much free memory is resident (or
+ * `retain`, if less), not only past `retain`: a smaller program's retained memory, kept for
+ * its next allocations, must still go back once it idles, and only a thread can see that. */
+#define POOL_IDLE_MIN ((size_t)16 << 20)
+
 /* Takes `chunks` free chunks from the arenas, mapping a new arena (outside the lock) when
  * none has room; *clean says the memory reads as zero.  `populate` (Phase 96): fresh
  * pages of a big heap are faulted in with one call. */
@@ -139,16 +165,18 @@ static HAK_COLD uintptr_t pool_get(unsigned chunks, int *clean, int populate)
          * peak RSS grew 4.5 %.) */
         const struct policy *p = policy_now();
         if (HAK_PHASE101 && p->phase101 && HAK_PHASE99 && p->phase99 && in_use / 2 > p->purge_cap
-            && !arena_purger_running())
-            arena_purger_want();
+            && !arena_purger_purges())
+            arena_purger_want(1);
         /* Pages that would fault in: take the large page cache's resident ones instead (the donor). */
         arena_donor_fn donor = __atomic_load_n(&pool_donor, __ATOMIC_ACQUIRE);
         if (r && *clean && donor && donor(r, (size_t)chunks << HAK_CHUNK_SHIFT))
             *clean = 0;
         if (r && *clean && populate)
             os_populate((void *)r, (size_t)chunks << HAK_CHUNK_SHIFT);
-        if (r)
+        if (r) {
+            arena_note_use();
             return r;
+        }
         unsigned n;
         int huge = HAK_PHASE94 && policy_now()->phase94;
         uintptr_t m = arena_map(chunks, &n, &huge);
@@ -179,7 +207,7 @@ HAK_COLD void arena_extents_release(const struct iovec *extents, unsigned n)
     const struct policy *p = policy_now();
     int phase99 = HAK_PHASE99 && p->phase99, purged = 0, due = 0;
     pthread_mutex_lock(&pool_mutex);
-    int running = phase99 && arena_purger_running();
+    int running = phase99 && arena_purger_purges();
     for (unsigned k = 0; k < n; k++) {
         int r = arena_release((uintptr_t)extents[k].iov_base, (unsigned)(extents[k].iov_len >> HAK_CHUNK_SHIFT),
                               p->purge_cap, p->purge_delay_ms, HAK_PHASE95 && p->phase95, running);
@@ -189,13 +217,17 @@ HAK_COLD void arena_extents_release(const struct iovec *extents, unsigned n)
     if (due || (purger_idle && arena_resident_free() > p->purge_cap))
         pthread_cond_signal(&purge_cv);
     /* More free memory than `retain` is resident: purges will come, so start the purger
-     * (at the next safe point) before a program frees its heap in one go (frag's end). */
-    int want = phase99 && !running && arena_resident_free() > p->purge_cap;
+     * (at the next safe point) before a program frees its heap in one go (frag's end).  With
+     * idle decay, already past POOL_IDLE_MIN: a program that goes idle then gets it back. */
+    size_t free_now = arena_resident_free();
+    int want_purges = phase99 && !running && free_now > p->purge_cap;
+    int want_idle = phase99 && p->purge_idle_ms && free_now > POOL_IDLE_MIN && !arena_purger_running();
     pool_unlock();
+    arena_note_use();
     if (purged)
         stats_region(1);
-    if (want)
-        arena_purger_want();
+    if (want_purges || want_idle)
+        arena_purger_want(want_purges);
 }
 
 HAK_COLD void arena_chunks_release(uintptr_t a, unsigned chunks)
@@ -206,27 +238,53 @@ HAK_COLD void arena_chunks_release(uintptr_t a, unsigned chunks)
 
 HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int *batched, int *sparse)
 {
-    *sparse = 0;
+    *sparse = ARENA_PASS_NONE;
     pthread_mutex_lock(&pool_mutex);
     for (;;) {
         const struct policy *p = policy_now();
-        uint32_t age;
-        unsigned n = arena_purge_collect(extents, max, p->purge_cap, p->purge_delay_ms, &age);
+        /* Idle decay: no use for [purge] idle ms since the last decay, and none since: the
+         * cap is 0 and nothing waits for [purge] delay, then the pass over regions comes. */
+        uint32_t uses = atomic_load(&pool_uses), idle_wait = UINT32_MAX;
+        int decay = 0;
+        if (p->purge_idle_ms && uses != purger_decayed) {
+            uint32_t since = arena_now_ms() - atomic_load_explicit(&pool_used_ms, memory_order_relaxed);
+            if (since >= p->purge_idle_ms)
+                decay = 1;
+            else
+                idle_wait = p->purge_idle_ms - since;
+        }
+        /* Started for the decay alone, it leaves the purges past `retain` to the frees. */
+        int purges = decay || arena_purger_purges();
+        uint32_t age = 0;
+        unsigned n = !purges ? 0 : arena_purge_collect(extents, max, decay ? 0 : p->purge_cap,
+                                                       decay ? 0 : p->purge_delay_ms, &age);
         if (n) {
             *batched = HAK_PHASE95 && p->phase95;
             pool_unlock();
             return n;
         }
-        /* Phase 101: free pages inside regions are looked for now and then, also idle */
-        uint32_t wait = arena_sparse_wait(p, arena_in_use());
-        if (wait == 0) {
-            *sparse = 1;
+        if (decay) {
+            purger_decayed = uses;
+            *sparse = ARENA_PASS_IDLE;
             pool_unlock();
             return 0;
         }
+        /* Phase 101: free pages inside regions are looked for now and then, also idle */
+        uint32_t wait = purges ? arena_sparse_wait(p, arena_in_use()) : UINT32_MAX;
+        if (wait == 0) {
+            *sparse = ARENA_PASS_SPARSE;
+            pool_unlock();
+            return 0;
+        }
+        if (idle_wait < wait)
+            wait = idle_wait;
         if (age == 0 && wait == UINT32_MAX) {
             purger_idle = 1;
-            pthread_cond_wait(&purge_cv, &pool_mutex);
+            atomic_store(&purger_asleep, 1);
+            /* a use counted before that store is seen here, one after it sees the store */
+            if (!p->purge_idle_ms || atomic_load(&pool_uses) == purger_decayed)
+                pthread_cond_wait(&purge_cv, &pool_mutex);
+            atomic_store(&purger_asleep, 0);
             purger_idle = 0;
             continue;
         }

@@ -37,8 +37,7 @@ void arena_set_visitor(arena_visitor_fn fn)
     __atomic_store_n(&sparse_visitor, fn, __ATOMIC_RELEASE);
 }
 
-/* [purge] sparse_delay, never shorter than [purge] delay */
-static uint32_t sparse_delay(const struct policy *p)
+uint32_t arena_sparse_delay(const struct policy *p)
 {
     return p->purge_sparse_ms > p->purge_delay_ms ? p->purge_sparse_ms : p->purge_delay_ms;
 }
@@ -119,7 +118,7 @@ uint32_t arena_sparse_wait(const struct policy *p, size_t in_use)
     uint32_t period = atomic_load_explicit(&sparse_period, memory_order_relaxed);
     if (period < p->purge_delay_ms)
         period = p->purge_delay_ms;
-    uint32_t most = sparse_delay(p) > SPARSE_PERIOD_MIN ? sparse_delay(p) : SPARSE_PERIOD_MIN;
+    uint32_t most = arena_sparse_delay(p) > SPARSE_PERIOD_MIN ? arena_sparse_delay(p) : SPARSE_PERIOD_MIN;
     if (period > most)
         period = most;                      /* a region is looked at again within its delay */
     uint32_t since = arena_now_ms() - atomic_load_explicit(&sparse_last_ms, memory_order_relaxed);
@@ -148,7 +147,7 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
     if (!HAK_PHASE101 || !p->phase101)
         return 0;
     pthread_mutex_lock(&sparse_pass_mutex);
-    uint32_t now = arena_now_ms(), delay = sparse_delay(p);
+    uint32_t now = arena_now_ms(), delay = arena_sparse_delay(p);
     size_t waiting = 0, f;
     pthread_mutex_lock(&sparse_mutex);
     for (struct region *r = sparse_head; r; r = r->reg_next)
@@ -157,7 +156,7 @@ HAK_COLD size_t arena_sparse_pass(int trim, size_t keep)
     pthread_mutex_unlock(&sparse_mutex);
     /* The cap covers free memory wherever it is: the free chunks first (what they hold past
      * the cap the arenas purge themselves), then these pages in the room they leave. */
-    size_t limit = trim ? keep : p->purge_cap;
+    size_t limit = keep;
     size_t chunks = trim ? 0 : arena_pool_resident_free();
     size_t total = waiting + (chunks < limit ? chunks : limit);
     size_t purged = 0;

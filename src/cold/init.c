@@ -41,6 +41,7 @@ HAK_COLD void init_core(void)
         class_table_init(sizeof(struct region));
         arena_set_donor(large_donate);
         arena_set_visitor(heap_visit_idle);
+        arena_set_idle(large_idle_trim);
         policy_publish_initial();
         atomic_store(&core_state, 2);
         return;

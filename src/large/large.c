@@ -26,10 +26,21 @@ void large_lock(void)   { pthread_mutex_lock(&large_mutex); }
 void large_unlock(void) { large_mutex_release(); }
 void large_reset_lock(void) { pthread_mutex_init(&large_mutex, NULL); }
 
-/* The retention budget for free ranges, whole pages. */
-static size_t large_cap(void)
+/* [purge] large_cache, whole pages. */
+static size_t large_cap_max(void)
 {
     return (size_t)policy_now()->large_cache_bytes & ~(size_t)(OS_PAGE - 1);
+}
+
+/* The retention budget for free ranges, whole pages (the lock held): [purge] large_cache, and
+ * never more than the live blocks that are mappings of their own.  Freed pages serve the
+ * program's next buffers while it has buffers as big live; a program that frees its only big
+ * one and goes on with others (input read and parsed, then tables built) keeps none of it
+ * resident beside what it touches next (DESIGN.md, "Memory"; bench/sparse). */
+static size_t large_cap(void)
+{
+    size_t live = large_reg_own_bytes() & ~(size_t)(OS_PAGE - 1);
+    return live < large_cap_max() ? live : large_cap_max();
 }
 
 static void large_unmap_all(const struct lrange *drop, unsigned n)
@@ -125,7 +136,9 @@ static int large_pages(size_t len, size_t align, struct lrange *s, struct lmaps 
     unsigned nd = 0;
     pthread_mutex_lock(&large_mutex);
     found = lcache_take(len, align, LMAPS_MAX, s, m);
-    if (!found && align <= OS_PAGE)
+    /* Grown into the block, a range puts its pages where the program may never touch: only
+     * what the budget would keep anyway. */
+    if (!found && align <= OS_PAGE && lcache_largest() <= large_cap())
         growing = lcache_take_largest(1, &grow, &gm);
     if (!growing)
         nd = lcache_trim(large_cap(), drop);
@@ -242,6 +255,7 @@ HAK_COLD void *large_alloc(size_t n, size_t align, int zero)
      * large blocks end up filled. */
     large_dense_handout(b.ptr, n, b.base + dirty > b.ptr ? b.base + dirty : b.ptr);
     stats_large(1, b.base + b.maplen - b.ptr);
+    arena_note_use();                   /* idle decay: the arenas note their own blocks */
     return (void *)b.ptr;
 }
 
@@ -272,12 +286,12 @@ HAK_COLD int large_free(void *p, const char *call)
         /* The block freed last stays past the budget, by at most itself, until the next
          * allocation has had its pick: a program replacing a huge buffer (free, then
          * allocate) gets the pages it just freed however full the cache was. */
-        size_t cap = large_cap();
         stats_large(0, e->base + e->maplen - e->ptr);
         large_reg_remove(e);
+        size_t cap = large_cap();
         if (b.arena)
             ;                           /* back to the arenas below, outside this lock */
-        else if (s.len > cap / 2)       /* a block this big would flush the whole budget */
+        else if (s.len > large_cap_max() / 2)   /* a block this big would flush the whole budget */
             drop[nd++] = s;
         else                            /* kept whole, the others trimmed to the budget */
             nd = lcache_put(s, &m, cap + s.len, drop);
@@ -290,6 +304,8 @@ HAK_COLD int large_free(void *p, const char *call)
     large_unmap_all(drop, nd);
     if (b.arena)
         arena_chunks_release(b.base, (unsigned)(b.maplen >> HAK_CHUNK_SHIFT));
+    else if (e)
+        arena_note_use();
     if (e == NULL) {
         in_cache = in_cache || arena_chunk_is_free((uintptr_t)p);
         class_misuse(call, p, in_cache ? "double free" : "invalid pointer (not allocated by hakmem)",
@@ -414,9 +430,7 @@ HAK_COLD void *large_realloc(void *p, size_t n)
     unsigned room = LMAPS_MAX - lmaps_count(&bm);
     if (len > e->maplen && room && lcache_take_after(e->base + e->maplen, len - e->maplen, room, &tm)) {
         lmaps_overlay(large_reg_maps(e), e->maplen, &tm, LMAPS_MAX);
-        stats_large_block(-1, e->maplen, 1);
-        stats_large_block(1, len, 1);
-        e->maplen = len;
+        large_reg_resized(e, len);
         large_mutex_release();
         return p;
     }
@@ -483,6 +497,11 @@ HAK_COLD size_t large_trim(size_t keep)
 HAK_COLD void large_exit_trim(void)
 {
     large_trim_to(0, 1);
+}
+
+HAK_COLD void large_idle_trim(void)
+{
+    large_trim_to(0, 0);
 }
 
 size_t large_cached_bytes(void)

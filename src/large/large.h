@@ -18,6 +18,7 @@ void   large_reset_lock(void);
 size_t large_cached_bytes(void);
 size_t large_trim(size_t keep);                 /* malloc_trim: the page cache down to keep bytes */
 void   large_exit_trim(void);                   /* Phase 106: all of it, if the lock is free */
+void   large_idle_trim(void);                   /* idle decay: all of it (arena_set_idle) */
 /* large_share.c: resident free pages between the large page cache and the arenas; registered
  * with arena_set_donor at start-up */
 int    large_donate(uintptr_t dst, size_t len);   /* 1: a free range's pages now back dst */

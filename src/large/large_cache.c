@@ -237,6 +237,15 @@ HAK_COLD unsigned lcache_trim(size_t cap, struct lrange *drop)
     return nd;
 }
 
+size_t lcache_largest(void)
+{
+    size_t most = 0;
+    for (unsigned i = 0; i < range_n; i++)
+        if (ranges[i].s.len > most)
+            most = ranges[i].s.len;
+    return most;
+}
+
 int lcache_contains(uintptr_t p)
 {
     for (unsigned i = 0; i < range_n; i++)

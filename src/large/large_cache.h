@@ -52,6 +52,7 @@ unsigned lcache_put(struct lrange s, const struct lmaps *maps, size_t cap, struc
 unsigned lcache_trim(size_t cap, struct lrange *drop);
 
 int      lcache_contains(uintptr_t p);   /* p lies inside a free range */
+size_t   lcache_largest(void);           /* the largest free range's bytes (0: none) */
 size_t   lcache_bytes(void);
 
 #endif

@@ -8,6 +8,27 @@
 
 static struct large_block *reg;
 static size_t reg_cap, reg_n;
+static size_t own_bytes;            /* the live blocks that are mappings of their own */
+
+/* Every change of a live block's bytes passes here. */
+static void reg_count(int delta, size_t bytes, int own)
+{
+    stats_large_block(delta, bytes, own);
+    if (own)
+        own_bytes = delta > 0 ? own_bytes + bytes : own_bytes - bytes;
+}
+
+size_t large_reg_own_bytes(void)
+{
+    return own_bytes;
+}
+
+HAK_COLD void large_reg_resized(struct large_block *e, size_t maplen)
+{
+    reg_count(-1, e->maplen, !e->arena);
+    reg_count(1, maplen, !e->arena);
+    e->maplen = maplen;
+}
 
 /* The pieces of the blocks that are mappings of their own, a slot each: they take a few
  * hundred bytes, which the entries of the arenas' blocks, the many, do not pay.  Free slots
@@ -89,7 +110,7 @@ HAK_COLD int large_reg_insert(const struct large_block *b, const struct lmaps *m
         pieces[reg[j].maps] = *m;
     }
     reg_n++;
-    stats_large_block(1, b->maplen, !b->arena);    /* every live block passes here */
+    reg_count(1, b->maplen, !b->arena);            /* every live block passes here */
     return 1;
 }
 
@@ -97,7 +118,7 @@ HAK_COLD int large_reg_insert(const struct large_block *b, const struct lmaps *m
 HAK_COLD void large_reg_remove(struct large_block *e)
 {
     size_t i = (size_t)(e - reg);
-    stats_large_block(-1, e->maplen, !e->arena);
+    reg_count(-1, e->maplen, !e->arena);
     if (!e->arena) {
         pieces[e->maps].n = pieces_free;
         pieces_free = e->maps;

@@ -22,6 +22,8 @@ struct large_block *large_reg_find(uintptr_t p);            /* NULL: not live */
  * the arenas), kept apart from the entries, which every arena block has too. */
 int   large_reg_insert(const struct large_block *b, const struct lmaps *m);
 void  large_reg_remove(struct large_block *e);               /* e from large_reg_find */
+void  large_reg_resized(struct large_block *e, size_t maplen);  /* e grew or shrank in place */
+size_t large_reg_own_bytes(void);   /* bytes of the live blocks that are mappings of their own */
 /* The pieces of e (not arena), to read or change; valid until the next insert. */
 struct lmaps *large_reg_maps(const struct large_block *e);
 

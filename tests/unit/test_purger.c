@@ -163,6 +163,28 @@ START_TEST(test_idle_program_purged)
 }
 END_TEST
 
+/* Idle decay, with the default policy: memory freed within `retain` (kept for the program's
+ * next allocations while it is busy) goes back once nothing has been taken or given back for
+ * [purge] idle, without a call.  48 MiB of mid blocks freed leave their regions' chunks free
+ * and resident; the bound is what a region per class and the heap's own structures keep. */
+START_TEST(test_idle_decay)
+{
+    const struct policy *p = policy_now();
+    size_t base = rss_bytes();
+    unsigned n = fill(48 * MB);         /* within retain: no purge is due */
+    size_t peak = rss_bytes();
+    ck_assert_uint_gt(peak, base + 40 * MB);
+    drain(n);
+    safe_point();                       /* more than 16 MiB free: the purger starts here */
+    ck_assert_uint_gt(rss_bytes(), base + 40 * MB);    /* kept while the program may be busy */
+    unsigned wait = p->purge_idle_ms + 2 * p->purge_sparse_ms + 5000;
+    size_t end = rss_wait_below(base + 4 * MB, wait);
+    ck_assert_msg(end < base + 4 * MB, "RSS base %zu KiB, peak %zu KiB, after %u ms idle %zu KiB",
+                  base >> 10, peak >> 10, wait, end >> 10);
+    ck_assert_int_eq(arena_purger_running(), 1);
+}
+END_TEST
+
 /* malloc_trim(0) gives back what the purger has in its hands too: it waits for the batch in
  * flight (here held half a second between taken and purged, as a purger descheduled under
  * load holds it) instead of returning with it resident. */
@@ -239,6 +261,8 @@ int main(void)
     tcase_add_test(tc, test_purger_takes_over);
     if (phase99()) {
         tcase_add_test(tc, test_idle_program_purged);
+        if (policy_now()->purge_idle_ms)
+            tcase_add_test(tc, test_idle_decay);
         tcase_add_test(tc, test_trim_waits_for_the_purger);
     }
     tcase_add_test(tc, test_fork_with_purger);

@@ -42,7 +42,7 @@ START_TEST(test_recrossing_wakes_purger)
 
     uint32_t t0 = 100000;
     arena_clock_set(1, t0);
-    arena_purger_want();
+    arena_purger_want(1);
     arena_purger_poll();
     WAIT_FOR(arena_purger_running() && arena_pool_purger_idle(), 5000);
     ck_assert_msg(arena_purger_running() && arena_pool_purger_idle(), "the purger did not start");

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 # Benchmarks in the order reports list them; any other executable in bench/ comes after.
-KNOWN_BENCHES = ("ssot", "larson", "prodcons", "realloc", "large", "frag", "threadchurn", "burst", "hugebuf", "bigint", "randarray", "logicmin", "sparse")
+KNOWN_BENCHES = ("ssot", "larson", "prodcons", "realloc", "large", "frag", "threadchurn", "burst", "hugebuf", "bigint", "randarray", "logicmin", "sparse", "idle")
 
 # Other allocators and their sonames.  tcmalloc_minimal, not libtcmalloc: the full library
 # adds heap-profiler hooks that are not part of the allocator being compared.
@@ -1069,6 +1069,39 @@ def standing_table(workloads: List[Workload], setups: List[Setup], summary: List
     return "\n".join(out)
 
 
+def best_and_lowest_table(workloads: List[Workload], setups: List[Setup], summary: List[Dict[str, object]]) -> str:
+    """Each hakmem build against the fastest peer and the peer with the lowest peak RSS, per
+    workload, so a trade of memory for speed (or the other way) shows at a glance: speed as
+    hakmem ÷ the fastest (at least 1.00 leads), peak RSS as hakmem ÷ the lowest (at most
+    1.00 is the lowest)."""
+    cell = {(r["benchmark"], r["allocator"]): r for r in summary}
+    peers = [s for s in setups if not s.ours]
+    ours = [s for s in setups if s.ours]
+    if not peers or not ours or not workloads:
+        return ""
+    out = ["#### Against the fastest peer and the peer with the lowest peak RSS (hakmem ÷ peer; speed "
+           "at least 1.00 leads, peak RSS at most 1.00 is the lowest)", "",
+           "| workload | " + " | ".join(f"{h.label}: speed ÷ fastest | {h.label}: peak RSS ÷ lowest" for h in ours)
+           + " |", "|---|" + "---:|---:|" * len(ours)]
+    for w in workloads:
+        ok = [(p, cell[(w.name, p.key)]) for p in peers
+              if (w.name, p.key) in cell and cell[(w.name, p.key)]["status"] == "ok"]
+        fastest = max(ok, key=lambda pc: speed(pc[1], w.metric) or 0.0, default=None)
+        lowest = min(ok, key=lambda pc: pc[1]["median_peak_rss_kb"] or float("inf"), default=None)  # type: ignore
+        parts = []
+        for h in ours:
+            mine = cell.get((w.name, h.key))
+            if not mine or mine["status"] != "ok" or fastest is None or lowest is None:
+                parts += ["FAIL", "FAIL"]
+                continue
+            parts.append(f"{fmt_ratio(ratio(speed(mine, w.metric), speed(fastest[1], w.metric)))} ({fastest[0].label})")
+            parts.append(f"{fmt_ratio(ratio(mine['median_peak_rss_kb'], lowest[1]['median_peak_rss_kb']))} "  # type: ignore
+                         f"({lowest[0].label})")
+        out.append(f"| {w.name} | " + " | ".join(parts) + " |")
+    out.append("")
+    return "\n".join(out)
+
+
 def nice_step(top: float) -> float:
     for step in (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100):
         if top / step <= 8:
@@ -1307,6 +1340,7 @@ def cmd_compare(argv: List[str]) -> int:
     summary = summarise(workloads, setups, sweep.results, sweep.failed)
     tables = markdown_tables(workloads, summary)
     standing = standing_table([w for w in workloads if w.kind != "bench"], setups, summary)
+    standing = best_and_lowest_table(workloads, setups, summary) + ("\n" + standing if standing else "")
     sub = (f"median of {opts.runs} interleaved runs, {started:%Y-%m-%d %H:%M}, {os.cpu_count()} CPUs; "
            "dashed line: glibc")
     groups = [w.name for w in workloads]

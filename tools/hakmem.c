@@ -207,6 +207,21 @@ static int config_check(const char *path)
     return summary(path, errors, c.warnings);
 }
 
+/* Whether the library would load FILE whole: missing, not a regular file, binary, or with an
+ * error in it, the loader's own lines say why and the caller refuses to run the program.  One
+ * rule for every way a file fails; the library itself, which must not take the program down,
+ * says the same and runs on the defaults. */
+static int config_loadable(const char *path)
+{
+    struct counts c = { 0, 0 };
+    struct policy p;
+    policy_defaults(&p);
+    int errors = policy_apply_ini(&p, path, report, &c);
+    if (p.file[0] == 0)
+        return 0;                       /* not loaded: the loader said why */
+    return summary(path, errors, c.warnings) == 0;
+}
+
 /* What the library would run with here: defaults <- HAKMEM_CONFIG <- HAKMEM_*. */
 static int config_show(void)
 {
@@ -376,6 +391,8 @@ static int run(int argc, char **argv, int prof)
             fail("run: no program to run (usage: hakmem run [--config FILE] [--prof] [--] PROGRAM [ARGS...])");
         return 2;
     }
+    if (config && *config && given && !config_loadable(config))
+        return 1;
     if (config && *config && !config_env_absolute(config, given))
         return 1;
     char lib[4096];
@@ -516,13 +533,39 @@ static int prof_run(const char *lib, char **argv, const struct prof_opts *o)
         if (strpbrk(prog, " \t"))
             fprintf(stderr, "hakmem: prof: warning: google-pprof cannot read the symbols of a program whose "
                     "path holds a space (%s); run a copy or a link from another path\n", prog);
+        /* google-pprof --text prints every function whatever --nodecount says: its table is
+         * read back here and cut after `top` rows (a row starts with its flat figure). */
+        int table[2];
+        if (pipe(table) != 0) {
+            fail("prof: pipe: %s", strerror(errno));
+            return code ? code : 1;
+        }
+        fflush(NULL);
         pid_t v = fork();
         if (v == 0) {
-            dup2(2, 1);             /* the summary on stderr: the program's stdout stays its own */
+            dup2(table[1], 1);
+            close(table[0]);
+            close(table[1]);
             char *args[] = { pprof, "--text", top, (char *)prog, file, NULL };
             execv(pprof, args);
             _exit(127);
         }
+        close(table[1]);
+        FILE *f = v > 0 ? fdopen(table[0], "r") : NULL;
+        char line[8192];
+        int rows = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            const char *s = line + strspn(line, " ");
+            int row = *s >= '0' && *s <= '9';
+            if (row && rows >= o->top)
+                continue;           /* read to the end: pprof must not block on a full pipe */
+            rows += row;
+            fputs(line, stderr);    /* the summary on stderr: the program's stdout stays its own */
+        }
+        if (f)
+            fclose(f);
+        else
+            close(table[0]);
         if (v > 0)
             while (waitpid(v, NULL, 0) < 0 && errno == EINTR)
                 ;

@@ -88,6 +88,12 @@ def tool_checks(tmp):
     lines = [l for l in r.stderr.splitlines() if re.match(r"^\s*[0-9.]+\s+[0-9.]+%", l)]
     check(r.returncode == 0 and bool(lines) and lines[0].split()[-1].split(".")[0] == "leak_kib",
           f"hakmem prof through a launcher that execs the program: leak_kib first ({lines[:1]})")
+    # --top N: the table cut after N rows (google-pprof itself prints them all)
+    r = subprocess.run([TOOL, "prof", "--sample", "32K", "--top", "1", "--", PROG, "leak"], cwd=tmp,
+                       capture_output=True, text=True, timeout=180)
+    lines = [l for l in r.stderr.splitlines() if re.match(r"^\s*[0-9.]+\s+[0-9.]+%", l)]
+    check(r.returncode == 0 and len(lines) == 1 and lines[0].split()[-1].split(".")[0] == "leak_kib",
+          f"hakmem prof --top 1: one row, leak_kib ({lines})")
     r = subprocess.run([TOOL, "prof", "--", "/nonexistent"], capture_output=True, text=True, timeout=60)
     check(r.returncode == 127, f"hakmem prof of a missing program: 127 ({r.returncode})")
 

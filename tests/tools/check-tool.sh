@@ -66,6 +66,18 @@ t run --config config/no-such.ini -- true
 format_ok "run --config MISSING"
 HAKMEM_CONFIG=config/no-such.ini t run -- sh -c 'cd / && exec env'
 grep -qx "HAKMEM_CONFIG=$src/config/no-such.ini" "$tmp/out" || fail "an inherited missing HAKMEM_CONFIG: $(grep HAKMEM_CONFIG= "$tmp/out")"
+# One rule for a file given with --config that the library could not load: a folder, a binary
+# file, one with an error refuse to run the program as a missing one does (the library, given
+# the same file, says the same line and runs on the defaults).
+printf '[slots]\ncapacity = lots\n' > "$tmp/bad.ini"
+for f in "$tmp" "$(type -P true)" "$tmp/bad.ini"; do
+  t run --config "$f" -- sh -c 'echo ran'
+  [ $rc -eq 1 ] && ! grep -q ran "$tmp/out" && grep -q "^hakmem: $f.*error" "$tmp/err" \
+    || fail "run --config $f: rc $rc, out '$(cat "$tmp/out")', err '$(cat "$tmp/err")'"
+  (preload_export "$lib"; HAKMEM_CONFIG=$f exec sh -c 'echo ran') > "$tmp/out" 2> "$tmp/err"
+  grep -q ran "$tmp/out" && grep -q "^hakmem: $f.*error" "$tmp/err" \
+    || fail "the library given $f: out '$(cat "$tmp/out")', err '$(cat "$tmp/err")'"
+done
 cd "$tmp"
 
 # --- item 2: the tool applies no HAKMEM_* to itself; `config check FILE` judges FILE alone

@@ -38,6 +38,13 @@ const char *hak_version(void);
  * stderr what was wrong (a file that cannot be used leaves the policy unchanged). */
 int hak_policy_load(const char *path);
 
+/* One setting, as mi_option_set or mallctl change one at run time: NAME as `hakmem config
+ * show` prints it ("purge.retain", "phases.phase91", "route.C5"), VALUE as the INI file takes
+ * it ("16M", "off").  The same checks and messages as the INI file; a bad name or value is
+ * reported on stderr and changes nothing (-1).  It holds until the next hak_policy_load, which
+ * starts again from the defaults; each thread follows from its next malloc or free. */
+int hak_policy_set(const char *name, const char *value);
+
 /* Every effective setting: name ("slots.capacity", "route.C5" ...), value, and where
  * it came from ("default", "ini FILE:LINE", "env VAR"). */
 typedef void (*hak_policy_fn)(const char *name, const char *value, const char *source, void *ctx);

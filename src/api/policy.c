@@ -13,6 +13,11 @@ HAK_EXPORT int hak_policy_load(const char *path)
     return policy_publish_file(path, 1);
 }
 
+HAK_EXPORT int hak_policy_set(const char *name, const char *value)
+{
+    return policy_publish_setting(name, value);
+}
+
 HAK_EXPORT void hak_policy_foreach(hak_policy_fn fn, void *ctx)
 {
     init_process();

@@ -88,6 +88,7 @@ HAK_INLINE void heap_leave(uint32_t entered)
 void policy_publish_initial(void);   /* defaults and the environment, at start-up */
 void policy_publish_config(void);    /* HAKMEM_CONFIG, once the core is up */
 int  policy_publish_file(const char *path, int env_quiet);   /* 0, or -1 with the errors reported */
+int  policy_publish_setting(const char *name, const char *value);  /* likewise: hak_policy_set */
 void policy_report_verbose(void);    /* [stats] verbose: version, settings and sources, phases */
 
 #endif

@@ -31,18 +31,38 @@ HAK_COLD void policy_publish_initial(void)
     policy_install_initial(&p);
 }
 
-HAK_COLD static int policy_publish(const struct policy *p)
+/* The heap lock held: it orders publishes (a setting is read, changed and published under
+ * it, so two at once both land) and fork takes it first. */
+HAK_COLD static int policy_publish_locked(const struct policy *p)
 {
     struct policy *copy = os_map(sizeof *copy);     /* kept forever: readers may hold the old one */
     if (copy == NULL)
         return -1;
     *copy = *p;
-    heap_lock();
     policy_swap(copy);
     atomic_fetch_add(&policy_epoch, 1);
     heap_invalidate_all();
-    heap_unlock();
     return 0;
+}
+
+HAK_COLD static int policy_publish(const struct policy *p)
+{
+    heap_lock();
+    int r = policy_publish_locked(p);
+    heap_unlock();
+    return r;
+}
+
+/* hak_policy_set: one setting over the policy in force, as the INI file would set it
+ * (until the next hak_policy_load, which starts again from the defaults). */
+HAK_COLD int policy_publish_setting(const char *name, const char *value)
+{
+    init_process();
+    heap_lock();
+    struct policy p = *policy_now();
+    int r = policy_apply_setting(&p, name, value, report_stderr, NULL) ? -1 : policy_publish_locked(&p);
+    heap_unlock();
+    return r;
 }
 
 HAK_COLD int policy_publish_file(const char *path, int env_quiet)

@@ -437,6 +437,9 @@ static const char *source_text(const struct policy *p, struct policy_origin o, c
     case SRC_INI:
         snprintf(buf, len, "ini %s:%u", p->file, o.line);
         break;
+    case SRC_API:
+        snprintf(buf, len, "hak_policy_set");
+        break;
     case SRC_ENV:
         if (env)
             snprintf(buf, len, "env %s", env);

@@ -34,7 +34,7 @@ struct policy_key {
 
 extern const struct policy_key policy_keys[PK_COUNT];
 
-enum policy_source { SRC_DEFAULT = 0, SRC_INI, SRC_ENV };
+enum policy_source { SRC_DEFAULT = 0, SRC_INI, SRC_ENV, SRC_API };
 
 /* Where one setting came from: default, a file and line, or a variable. */
 struct policy_origin {
@@ -136,5 +136,8 @@ int policy_apply_env(struct policy *p, policy_report_fn report, void *ctx);
 /* ini.c: overlays an INI file.  Returns the error count; on a file-level error
  * (missing, unreadable, binary, too large, syntax) p is left untouched. */
 int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report, void *ctx);
+/* setting.c: one setting by its name (hak_policy_set) over p; 0, or 1 after reporting. */
+int policy_apply_setting(struct policy *p, const char *name, const char *value, policy_report_fn report,
+                         void *ctx);
 
 #endif

@@ -512,6 +512,48 @@ START_TEST(test_epoch_bound_threads)
 }
 END_TEST
 
+/* hak_policy_set: one setting at run time, as mi_option_set does, checked as the INI file
+ * checks it; a bad name or value is one line and changes nothing; a later load starts again. */
+START_TEST(test_set_one_setting)
+{
+    char v[64], s[320], out[2048];
+    uint64_t e = hak_policy_epoch();
+    ck_assert_int_eq(hak_policy_set("purge.retain", "16M"), 0);
+    ck_assert_uint_eq(hak_policy_epoch(), e + 1);
+    ck_assert_int_eq(hak_policy_get("purge.retain", v, sizeof v, s, sizeof s), 0);
+    ck_assert_str_eq(v, "16M");
+    ck_assert_str_eq(s, "hak_policy_set");
+    ck_assert_uint_eq(policy_now()->purge_cap, (uint64_t)16 << 20);
+    ck_assert_int_eq(hak_policy_set("Route.C5", "tlist"), 0);        /* names as config show, any case */
+    ck_assert_uint_eq(policy_now()->route[5], ROUTE_TLIST);
+    ck_assert_uint_eq(policy_now()->purge_cap, (uint64_t)16 << 20);  /* the first setting holds */
+    static const struct { const char *name, *value, *said; } bad[] = {
+        { "purge.retian", "1M", "unknown key purge.retian, did you mean [purge] retain" },
+        { "purge.retain", "lots", "purge.retain = lots: " },
+        { "slots.capacity", "100000", "slots.capacity = 100000: " },
+        { "retain", "1M", "expected SECTION.KEY" },
+        { NULL, "1M", "expected SECTION.KEY" },
+        { "purge.retain", NULL, "expected SECTION.KEY and a value" },
+    };
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct capture c;
+        e = hak_policy_epoch();
+        stderr_capture_begin(&c);
+        int r = hak_policy_set(bad[i].name, bad[i].value);
+        stderr_capture_end(&c, out, sizeof out);
+        ck_assert_int_eq(r, -1);
+        ck_assert_uint_eq(hak_policy_epoch(), e);
+        ck_assert_msg(strstr(out, bad[i].said) && strstr(out, "hakmem: error: hak_policy_set") == out
+                      && strchr(out, '\n') == out + strlen(out) - 1, "case %u said: %s", i, out);
+    }
+    ck_assert_uint_eq(policy_now()->purge_cap, (uint64_t)16 << 20);
+    const char *text = "[slots]\ncapacity = 7\n";
+    ck_assert_int_eq(hak_policy_load(write_file(text, strlen(text))), 0);
+    hak_policy_get("purge.retain", v, sizeof v, s, sizeof s);
+    ck_assert_str_eq(s, "default");
+}
+END_TEST
+
 START_TEST(test_load_bad_file_keeps_policy)
 {
     const char *good = "[slots]\ncapacity = 7\n";
@@ -558,6 +600,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_table_matches_meson_options);
     tcase_add_test(tc, test_epoch_bound_threads);
     tcase_add_test(tc, test_load_bad_file_keeps_policy);
+    tcase_add_test(tc, test_set_one_setting);
     suite_add_tcase(su, tc);
     return check_run(su);
 }

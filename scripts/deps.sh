@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc meson ninja-build pkg-config check libiniparser-dev libunwind-dev)
-test_pkgs=(python3 git sqlite3 libpython3.11-testsuite clang libclang-rt-14-dev google-perftools)
+test_pkgs=(g++ python3 git sqlite3 libpython3.11-testsuite clang libclang-rt-14-dev google-perftools)
 bench_pkgs=(libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev)
 # The real applications of `hakmem compare --suite apps`.
 apps_pkgs=(redis-server redis-tools sqlite3 python3 lua5.4 z3 ghostscript gcc)

@@ -11,7 +11,7 @@
 
 #define ARENA_CHUNKS  1024u                 /* 64 MiB: one mapping serves many regions */
 #define ARENA_WORDS   (ARENA_CHUNKS / 64)
-#define ARENA_MAX     4096u                 /* 256 GiB of arenas; the table is BSS, touched as used */
+#define ARENA_MAX     4096u                 /* 256 GiB of arenas */
 
 struct arena {
     uintptr_t base;                         /* 0: slot unused */
@@ -31,8 +31,10 @@ struct arena {
     uint32_t  freed_ms[ARENA_CHUNKS];       /* when a dirty chunk was released (arena_now_ms) */
 };
 
-static struct arena arenas[ARENA_MAX];
-static unsigned arenas_n;                   /* slots in use or once used */
+/* Each arena's record is mapped when the arena is first made: a table of them all in BSS was
+ * 19.5 MiB of address space in every process, which a limit on it (ulimit -v) counts. */
+static struct arena *arenas[ARENA_MAX];
+static unsigned arenas_n;                   /* slots in use or once used, each mapped */
 static size_t resident_free;                /* bytes of free && dirty chunks */
 static size_t free_total;                   /* chunks free in all arenas */
 static size_t used_total;                   /* chunks in regions and large blocks */
@@ -140,9 +142,9 @@ HAK_COLD uintptr_t arena_take(unsigned chunks, int *clean)
     /* Resident chunks first, in any arena: reusing them costs no page faults. */
     for (int pass = 1; pass >= 0; pass--) {
         for (unsigned a = 0; a < arenas_n; a++) {
-            int i = arena_find(&arenas[a], chunks, pass);
+            int i = arena_find(arenas[a], chunks, pass);
             if (i >= 0)
-                return arena_claim(&arenas[a], (unsigned)i, chunks, clean);
+                return arena_claim(arenas[a], (unsigned)i, chunks, clean);
         }
     }
     return 0;
@@ -151,8 +153,8 @@ HAK_COLD uintptr_t arena_take(unsigned chunks, int *clean)
 static struct arena *arena_of(uintptr_t a)
 {
     for (unsigned i = 0; i < arenas_n; i++)
-        if (arenas[i].base && a - arenas[i].base < ((uintptr_t)arenas[i].nchunks << HAK_CHUNK_SHIFT))
-            return &arenas[i];
+        if (arenas[i]->base && a - arenas[i]->base < ((uintptr_t)arenas[i]->nchunks << HAK_CHUNK_SHIFT))
+            return arenas[i];
     return NULL;
 }
 
@@ -276,7 +278,7 @@ static void arena_sweep(uint32_t now, uint32_t delay, size_t target)
 {
     int more = 1;
     for (unsigned a = 0; a < arenas_n && resident_free > target && more; a++) {
-        struct arena *ar = &arenas[a];
+        struct arena *ar = arenas[a];
         if (ar->ndirty == 0)
             continue;
         for (unsigned i = 0; i < ar->nchunks && resident_free > target && more;) {
@@ -349,7 +351,7 @@ HAK_COLD unsigned arena_busy(void)
 {
     unsigned n = 0;
     for (unsigned a = 0; a < arenas_n; a++)
-        n += arenas[a].nbusy;
+        n += arenas[a]->nbusy;
     return n;
 }
 
@@ -451,7 +453,7 @@ HAK_COLD unsigned arena_donate_collect(struct iovec *out, unsigned max, size_t c
 {
     unsigned n = 0;
     for (unsigned a = 0; a < arenas_n && n < max && chunks >= min; a++) {
-        struct arena *ar = &arenas[a];
+        struct arena *ar = arenas[a];
         if (ar->ndirty < min)
             continue;
         for (unsigned i = 0; i < ar->nchunks && n < max && chunks >= min;) {
@@ -523,7 +525,7 @@ HAK_COLD void arena_after_fork_child(void)
     /* The purger did not come along: what it held goes back as free and maybe resident. */
     uint32_t now = arena_now_ms();
     for (unsigned a = 0; a < arenas_n; a++) {
-        struct arena *ar = &arenas[a];
+        struct arena *ar = arenas[a];
         for (unsigned i = 0; ar->nbusy && i < ar->nchunks; i++) {
             if (!bit_get(ar->busy, i))
                 continue;
@@ -540,8 +542,23 @@ HAK_COLD void arena_after_fork_child(void)
     }
 }
 
+/* Under a limit on address space (ulimit -v, RLIMIT_AS), an arena reserves a sixteenth of it
+ * at most: a whole 64 MiB reserved but mostly untouched counts against the limit as much as
+ * memory in use, and left a 100 MB program no room for its next big block. */
+#define ARENA_LIMIT_SHARE 16u
+
 HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int *huge)
 {
+    size_t limit = os_address_limit() / ARENA_LIMIT_SHARE >> HAK_CHUNK_SHIFT;
+    unsigned want = limit < ARENA_CHUNKS ? (unsigned)limit : ARENA_CHUNKS;
+    if (want < chunks)
+        want = chunks;
+    if (want < ARENA_CHUNKS) {
+        void *m = os_map_aligned((size_t)want << HAK_CHUNK_SHIFT, HAK_CHUNK_SIZE);
+        *nchunks = want;
+        *huge = 0;
+        return (uintptr_t)m;
+    }
     size_t len = (size_t)ARENA_CHUNKS << HAK_CHUNK_SHIFT;
     void *m = os_map_aligned(len, *huge ? OS_HUGE_PAGE : HAK_CHUNK_SIZE);
     if (m != NULL) {
@@ -560,13 +577,18 @@ HAK_COLD uintptr_t arena_map(unsigned chunks, unsigned *nchunks, int *huge)
 HAK_COLD int arena_add(uintptr_t base, unsigned nchunks, int huge)
 {
     unsigned a = 0;
-    while (a < arenas_n && arenas[a].base)
+    while (a < arenas_n && arenas[a]->base)
         a++;
     if (a == ARENA_MAX)
         return 0;
-    if (a == arenas_n)
+    if (a == arenas_n) {
+        struct arena *fresh = os_map(sizeof *fresh);     /* reads as zero: an unused slot */
+        if (fresh == NULL)
+            return 0;
+        arenas[a] = fresh;
         arenas_n++;
-    struct arena *ar = &arenas[a];
+    }
+    struct arena *ar = arenas[a];
     ar->base = base;
     ar->nchunks = nchunks;
     ar->huge = huge;

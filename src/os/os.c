@@ -6,6 +6,7 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -371,4 +372,12 @@ HAK_COLD int os_move_keep(void *src, size_t size, void *dst)
     if (refused)
         atomic_store_explicit(&keep_refused, 1, memory_order_relaxed);
     return !refused;
+}
+
+HAK_COLD size_t os_address_limit(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur > SIZE_MAX)
+        return SIZE_MAX;
+    return (size_t)r.rlim_cur;
 }

@@ -59,6 +59,8 @@ int   os_move_keep_refused(void);   /* 1 once the kernel has refused it: every c
 
 /* Bytes of every mapping made here and not unmapped, and bytes purged since start: relaxed
  * counters bumped beside each system call (the statistics' totals read them). */
+/* The process's limit on address space (RLIMIT_AS, `ulimit -v`), SIZE_MAX without one. */
+size_t os_address_limit(void);
 size_t os_mapped_bytes(void);
 size_t os_purged_bytes(void);
 

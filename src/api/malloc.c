@@ -457,11 +457,17 @@ HAK_EXPORT size_t hak_malloc_usable_size(void *ptr)
 int api_malloc_is_ours(void)
 {
 #if HAK_OVERRIDE
-    /* By the object's base: hak_malloc's own address here would be the interposed one */
-    Dl_info mine, theirs;
-    void *m = dlsym(RTLD_DEFAULT, "malloc");
-    return m && dladdr(m, &theirs) && dladdr((void *)api_malloc_is_ours, &mine)
-           && theirs.dli_fbase == mine.dli_fbase;
+    /* A block from the malloc the program calls lies in this copy's region map if that malloc
+     * is this copy's.  The address "malloc" resolves to cannot say: in a program built without
+     * PIE (Debian's python3) it is the program's own PLT stub, whoever serves it. */
+    void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "malloc");
+    void (*f)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "free");
+    if (m == NULL || f == NULL)
+        return 0;
+    void *p = m(HAK_MID_MAX / 2);           /* a region's block whatever the routes */
+    int ours = p != NULL && region_map_is_region(region_map_get((uintptr_t)p));
+    f(p);
+    return ours;
 #else
     return 1;
 #endif

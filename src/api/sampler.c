@@ -181,7 +181,13 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *ctx)
 __attribute__((constructor(102))) static void api_prof_start(void)
 {
     const struct policy *pol = policy_now();
-    if (pol->prof && api_malloc_is_ours()) {
+    static const char other[] = "hakmem: warning: [prof] enabled, but this process's malloc is not this "
+                                "library's (an allocator linked into the program or preloaded before it "
+                                "serves it): no profile\n";
+    int ours = pol->prof && api_malloc_is_ours();
+    if (pol->prof && !ours && write(2, other, sizeof other - 1) < 0)
+        ours = 0;
+    if (ours) {
         void *pcs[4];
         dl_iterate_phdr(find_self, NULL);
         prof_start(pol->prof_sample, pol->prof_interval);

@@ -11,7 +11,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from hakmem_bench import preload_env  # noqa: E402  (the tool's own rule for a path ld.so splits)
 
-PROF_LIB, PLAIN_LIB, PROG, TOOL = sys.argv[1:5]
+PROF_LIB, PLAIN_LIB, PROG, TOOL, PROG_NOPIE = sys.argv[1:6]
 PPROF = "google-pprof"
 MIB = 1 << 20
 failures = []
@@ -33,9 +33,9 @@ def run(args, env=None, lib=PROF_LIB, cwd=None):
     return subprocess.run(args, env=e, capture_output=True, text=True, timeout=120, cwd=cwd or CWD[0])
 
 
-def pprof_top(path):
+def pprof_top(path, prog=None):
     """google-pprof --text: (total MiB, [(flat MiB, function), ...] by flat, largest first)."""
-    r = subprocess.run([PPROF, "--text", PROG, path], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([PPROF, "--text", prog or PROG, path], capture_output=True, text=True, timeout=120)
     total = re.search(r"Total: ([0-9.]+) MB", r.stdout)
     # a function's clones (leak_kib.constprop.0) count as the function
     rows = [(float(m.group(1)), m.group(2).split(".")[0]) for m in
@@ -64,6 +64,12 @@ def leak_checks(tmp):
     check(r.returncode == 0 and rows and rows[0][1] == "leak_kib" and rows[0][0] >= 0.9 * total,
           f"leak, default rate: leak_kib first with >= 90 % ({rows[:2]} of {total})")
     os.unlink(os.path.join(tmp, "default.heap"))
+    # a program built without PIE (as Debian's python3): "malloc" names its own PLT stub there
+    r = run([PROG_NOPIE, "leak"], {"HAKMEM_PROF_OUTPUT": os.path.join(tmp, "nopie.heap")})
+    total, rows = pprof_top(os.path.join(tmp, "nopie.heap"), PROG_NOPIE) \
+        if os.path.exists(os.path.join(tmp, "nopie.heap")) else (0.0, [])
+    check(r.returncode == 0 and rows and rows[0][1] == "leak_kib",
+          f"a program built without PIE is profiled: leak_kib first ({rows[:2]}, {r.stderr.strip()[-200:]!r})")
 
 
 def tool_checks(tmp):
@@ -130,6 +136,14 @@ def no_file_checks(tmp):
     r = run([PROG, "leak"], {"HAKMEM_PROF_OUTPUT": "/nonexistent-dir/x.heap"})
     warns = [l for l in r.stderr.splitlines() if "warning: [prof] output" in l]
     check(r.returncode == 0 and len(warns) == 1, f"unwritable output: one warning, the program unaffected ({r.stderr[-300:]!r})")
+    # another allocator first (here the plain library, preloaded ahead): profiling cannot
+    # start, and says so once instead of leaving no profile unexplained
+    if not re.search(r"[\s:]", PLAIN_LIB + PROF_LIB):
+        out = os.path.join(tmp, "other.heap")
+        r = run([PROG, "leak"], {"LD_PRELOAD": PLAIN_LIB + " " + PROF_LIB, "HAKMEM_PROF_OUTPUT": out})
+        said = [l for l in r.stderr.splitlines() if "is not this library's" in l]
+        check(r.returncode == 0 and len(said) == 1 and not os.path.exists(out),
+              f"another allocator serves malloc: one line says why there is no profile ({r.stderr[-300:]!r})")
 
 
 def every_call_checks(tmp):
@@ -170,13 +184,14 @@ def main():
     if shutil.which(PPROF) is None:
         print("prof: google-pprof not installed (apt-get install google-perftools): skipped")
         sys.exit(77)            # a skip; under CI, scripts/run-tests.sh counts it a failure
-    global PROG
+    global PROG, PROG_NOPIE
     with tempfile.TemporaryDirectory() as tmp:
-        if re.search(r"\s", PROG):
+        if re.search(r"\s", PROG + PROG_NOPIE):
             # google-pprof reads a profile's MAPPED_LIBRARIES line by line and takes a path to end
             # at its first space: a program in a build directory whose path has one is never
             # symbolised.  Profiled from a copy, the checks judge the profiler, not pprof's parser.
             PROG = shutil.copy(PROG, os.path.join(tmp, os.path.basename(PROG)))
+            PROG_NOPIE = shutil.copy(PROG_NOPIE, os.path.join(tmp, os.path.basename(PROG_NOPIE)))
         for step in (leak_checks, tool_checks, thread_fork_checks, no_file_checks, every_call_checks, misc_checks):
             d = os.path.join(tmp, step.__name__)
             os.mkdir(d)

@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include "stats.h"
 #include "../cold/cold.h"
@@ -95,11 +97,11 @@ static void count_heap(struct heap *h, void *ctx)
     *(uint64_t *)ctx += h->live != 0;
 }
 
-HAK_EXPORT void hak_totals_get(struct hak_totals *o)
+/* Every figure but the heaps' count: relaxed counters, no lock. */
+static void totals_counters(struct hak_totals *o)
 {
     struct stats_totals t;
     stats_read(&t);
-    memset(o, 0, sizeof *o);
     o->mapped = t.mapped;
     o->in_use = t.in_use;
     o->retained = t.retained;
@@ -115,6 +117,12 @@ HAK_EXPORT void hak_totals_get(struct hak_totals *o)
     o->large_bytes = t.large_bytes;
     o->regions_mapped = t.regions_mapped;
     o->regions_purged = t.regions_purged;
+}
+
+HAK_EXPORT void hak_totals_get(struct hak_totals *o)
+{
+    memset(o, 0, sizeof *o);
+    totals_counters(o);
     heap_foreach(count_heap, &o->heaps);
 }
 
@@ -128,10 +136,18 @@ static void out_bytes(struct out *o, const char *name, uint64_t v, const char *w
     outf(o, "  %-13s %15llu  (%7.1f %-3s)  %s\n", name, (unsigned long long)v, x, unit[u], what);
 }
 
-static void totals_write(struct out *o)
+/* `in_signal`: from the [stats] signal's handler, which may have interrupted any code of the
+ * program's or hakmem's: only the counters, read without a lock (no heap count, which walks
+ * the heaps under their lock, and no profiler row, whose tables have one). */
+static void totals_write(struct out *o, int in_signal)
 {
     struct hak_totals t;
-    hak_totals_get(&t);
+    if (in_signal) {
+        memset(&t, 0, sizeof t);
+        totals_counters(&t);
+    } else {
+        hak_totals_get(&t);
+    }
     outf(o, "hakmem %s totals (pid %d):\n", HAK_VERSION, (int)getpid());
     out_bytes(o, "mapped", t.mapped, "every mapping hakmem holds");
     out_bytes(o, "resident", t.resident, "in use + retained - pages given back: hakmem's view of its RSS");
@@ -139,7 +155,8 @@ static void totals_write(struct out *o)
     out_bytes(o, "retained", t.retained, "free, kept resident for reuse");
     out_bytes(o, "purged", t.purged, "given back to the OS since start");
     out_bytes(o, "peak", t.peak, "the most resident has been");
-    outf(o, "  %-13s %15llu\n", "heaps", (unsigned long long)t.heaps);
+    if (!in_signal)
+        outf(o, "  %-13s %15llu\n", "heaps", (unsigned long long)t.heaps);
     outf(o, "  %-13s %15llu  (%llu bytes)\n", "large blocks", (unsigned long long)t.large_blocks,
         (unsigned long long)t.large_bytes);
     outf(o, "  %-13s %15llu  (%llu purged)\n", "regions", (unsigned long long)t.regions_mapped,
@@ -149,7 +166,7 @@ static void totals_write(struct out *o)
         (unsigned long long)t.sparse_out);
     outf(o, "  %-13s %15llu  (other threads' frees taken in for a thread out of its cold paths)\n",
         "visits", (unsigned long long)t.visits);
-    if (prof_active()) {                /* the profiler's own memory, apart from the program's */
+    if (!in_signal && prof_active()) {  /* the profiler's own memory, apart from the program's */
         struct prof_info pi;
         prof_read(&pi);
         out_bytes(o, "profiler", pi.mapped, "the heap profiler's own tables (mapped)");
@@ -164,7 +181,7 @@ static void stats_write(int fd)
     struct hak_stats s;
     char buf[4096];
     struct out o = OUT_INIT(buf, fd);
-    totals_write(&o);
+    totals_write(&o, 0);
     if (hak_stats_get(&s) < 0) {
         outf(&o, "hakmem OBSERVE: %s\n", s.compiled_in ? "off ([observe] enabled = on to count)"
                                                                  : "compiled out (meson configure -Dobserve=true)");
@@ -205,10 +222,33 @@ static void stats_write(int fd)
     out_flush(&o);
 }
 
+/* [stats] output with %p as the process id (by hand: also from the signal handler), or
+ * [observe] output where that alone is set; NULL for stderr. */
+static const char *stats_path(char *buf, size_t len)
+{
+    const struct policy *p = policy_now();
+    const char *o = strcmp(p->stats_output, "stderr") ? p->stats_output : p->observe_output;
+    if (!*o || !strcmp(o, "stderr"))
+        return NULL;
+    struct out b = { .buf = buf, .cap = len, .n = 0, .fd = -1, .err = 0 };
+    for (const char *c = o; *c; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            out_num(&b, (uint64_t)getpid(), 10, 0);
+            c++;
+        } else {
+            char one[2] = { *c, 0 };
+            out_str(&b, one);
+        }
+    }
+    buf[b.n < len ? b.n : len - 1] = 0;
+    return buf;
+}
+
 static int stats_fd(void)
 {
-    const char *o = policy_now()->observe_output;
-    if (!*o || !strcmp(o, "stderr"))
+    char path[300];
+    const char *o = stats_path(path, sizeof path);
+    if (o == NULL)
         return 2;
     int fd = open(o, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     return fd < 0 ? 2 : fd;
@@ -236,10 +276,51 @@ __attribute__((destructor)) static void stats_at_exit(void)
         hak_stats_print();
     } else if (p->stats) {
         char buf[4096];
-        struct out o = OUT_INIT(buf, 2);
-        totals_write(&o);
+        int fd = stats_fd();
+        struct out o = OUT_INIT(buf, fd);
+        totals_write(&o, 0);
         out_flush(&o);
+        if (fd != 2)
+            close(fd);
     }
+}
+
+/* [stats] signal: the totals at once, from the handler itself (an idle program runs nothing
+ * else): counters only, formatted into the stack and written with write(2). */
+static void stats_on_signal(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char buf[4096];
+    int fd = stats_fd();
+    struct out o = OUT_INIT(buf, fd);
+    totals_write(&o, 1);
+    out_flush(&o);
+    if (fd != 2)
+        close(fd);
+    errno = saved;
+}
+
+/* After the policy constructor (101), which loads HAKMEM_CONFIG.  A name hakmem does not
+ * know is said once; the program's own handler, installed later, replaces this one. */
+__attribute__((constructor(103))) static void stats_signal_install(void)
+{
+    const char *name = policy_now()->stats_signal;
+    if (!strncasecmp(name, "SIG", 3))
+        name += 3;
+    int sig = !strcasecmp(name, "USR1") ? SIGUSR1 : !strcasecmp(name, "USR2") ? SIGUSR2 : 0;
+    if (sig == 0) {
+        static const char bad[] = "hakmem: error: [stats] signal: expected USR1, USR2 or none; no handler\n";
+        if (strcasecmp(name, "none") && *name && write(2, bad, sizeof bad - 1) < 0)
+            return;
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = stats_on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
 }
 
 void api_malloc_stats(void)
@@ -247,7 +328,7 @@ void api_malloc_stats(void)
     char buf[4096];
     struct out o = OUT_INIT(buf, 2);
     init_process();
-    totals_write(&o);
+    totals_write(&o, 0);
     out_flush(&o);
 }
 

@@ -18,6 +18,19 @@ grep -q "^hakmem $version totals" "$tmp/err" || fail "[stats] enabled = on: $(ca
 (preload_export "$lib"; exec "$true_bin") 2>"$tmp/err"
 ! [ -s "$tmp/err" ] || fail "the totals without HAKMEM_STATS: $(cat "$tmp/err")"
 
+# HAKMEM_STATS_OUTPUT=FILE (%p: the pid): the totals there, nothing on stderr
+(preload_export "$lib"; HAKMEM_STATS=1 HAKMEM_STATS_OUTPUT="$tmp/st.%p.txt" exec "$true_bin") 2>"$tmp/err"
+files=$(ls "$tmp" | grep -c '^st\.[0-9]*\.txt$')
+[ "$files" -eq 1 ] && grep -q "^hakmem $version totals (pid " "$tmp"/st.*.txt && ! [ -s "$tmp/err" ] \
+  || fail "HAKMEM_STATS_OUTPUT: $files files, stderr '$(cat "$tmp/err")'"
+# HAKMEM_STATS_SIGNAL=USR2: the totals at once, and the program goes on (the signal would end it)
+out=$(preload_export "$lib"; HAKMEM_STATS_SIGNAL=USR2 exec sh -c 'kill -USR2 $$; echo alive' 2>"$tmp/err")
+[ "$out" = alive ] && [ "$(grep -c "^hakmem $version totals (pid " "$tmp/err")" -eq 1 ] && grep -q '^  resident ' "$tmp/err" \
+  || fail "HAKMEM_STATS_SIGNAL=USR2: out '$out', err '$(cat "$tmp/err")'"
+(preload_export "$lib"; HAKMEM_STATS_SIGNAL=HUP exec "$true_bin") 2>"$tmp/err"
+[ "$(wc -l < "$tmp/err")" -eq 1 ] && grep -q 'signal: expected USR1, USR2 or none' "$tmp/err" \
+  || fail "HAKMEM_STATS_SIGNAL=HUP: '$(cat "$tmp/err")'"
+
 # HAKMEM_VERBOSE=1: version, each setting's source (the INI file by absolute path), phases
 cd "$src"
 HAKMEM_VERBOSE=1 HAKMEM_SLOTS_CAPACITY=32 "$tool" run --config config/lean.ini -- sh -c "cd / && exec $true_bin" 2>"$tmp/err"

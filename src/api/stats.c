@@ -151,10 +151,10 @@ static void totals_write(struct out *o, int in_signal)
     outf(o, "hakmem %s totals (pid %d):\n", HAK_VERSION, (int)getpid());
     out_bytes(o, "mapped", t.mapped, "every mapping hakmem holds");
     out_bytes(o, "resident", t.resident, "in use + retained - pages given back: hakmem's view of its RSS");
-    out_bytes(o, "in use", t.in_use, "regions, spans and large blocks");
+    out_bytes(o, "in use", t.in_use, "regions, spans and large blocks, whole: not the bytes live in them");
     out_bytes(o, "retained", t.retained, "free, kept resident for reuse");
     out_bytes(o, "purged", t.purged, "given back to the OS since start");
-    out_bytes(o, "peak", t.peak, "the most resident has been");
+    out_bytes(o, "peak", t.peak, "the most resident has been (pages given back inside regions not counted)");
     if (!in_signal)
         outf(o, "  %-13s %15llu\n", "heaps", (unsigned long long)t.heaps);
     outf(o, "  %-13s %15llu  (%llu bytes)\n", "large blocks", (unsigned long long)t.large_blocks,

@@ -12,13 +12,25 @@ static _Atomic uint64_t stats_peak_resident;
 static _Atomic uint64_t stats_sparse_purged, stats_sparse_refaulted, stats_sparse_dropped;
 static _Atomic uint64_t stats_visits;
 
-/* Sampled at every change of what it sums, so the peak is exact up to racing updaters. */
+/* Pages of live regions given back and not faulted in again (Phase 101). */
+static uint64_t stats_sparse_out_bytes(void)
+{
+    uint64_t purged = atomic_load_explicit(&stats_sparse_purged, memory_order_relaxed);
+    uint64_t back = atomic_load_explicit(&stats_sparse_refaulted, memory_order_relaxed)
+                  + atomic_load_explicit(&stats_sparse_dropped, memory_order_relaxed);
+    return purged > back ? (purged - back) * OS_PAGE : 0;
+}
+
+/* The peak of what is resident (in use + retained - the pages given back inside regions),
+ * sampled at every change of what it sums, so exact up to racing updaters. */
 static void stats_peak_update(void)
 {
     uint64_t r = atomic_load_explicit(&stats_arena_used, memory_order_relaxed)
                + atomic_load_explicit(&stats_arena_free, memory_order_relaxed)
                + atomic_load_explicit(&stats_large_own, memory_order_relaxed)
                + atomic_load_explicit(&stats_lcache, memory_order_relaxed);
+    uint64_t out = stats_sparse_out_bytes();
+    r = r > out ? r - out : 0;
     uint64_t peak = atomic_load_explicit(&stats_peak_resident, memory_order_relaxed);
     while (r > peak && !atomic_compare_exchange_weak_explicit(&stats_peak_resident, &peak, r,
                                                               memory_order_relaxed, memory_order_relaxed))
@@ -64,6 +76,8 @@ void stats_sparse(unsigned purged, unsigned refaulted, unsigned dropped)
         atomic_fetch_add_explicit(&stats_sparse_refaulted, refaulted, memory_order_relaxed);
     if (dropped)
         atomic_fetch_add_explicit(&stats_sparse_dropped, dropped, memory_order_relaxed);
+    if (refaulted || dropped)
+        stats_peak_update();            /* resident again */
 }
 
 void stats_visit(void)
@@ -114,15 +128,16 @@ void stats_read(struct stats_totals *t)
     t->in_use = atomic_load(&stats_arena_used) + atomic_load(&stats_large_own);
     t->retained = atomic_load(&stats_arena_free) + atomic_load(&stats_lcache);
     t->peak_resident = atomic_load(&stats_peak_resident);
-    if (t->peak_resident < t->in_use + t->retained)
-        t->peak_resident = t->in_use + t->retained;
     t->large_blocks = atomic_load(&stats_large_n);
     t->large_bytes = atomic_load(&stats_large_total);
     t->sparse_purged = atomic_load(&stats_sparse_purged);
     t->sparse_refaulted = atomic_load(&stats_sparse_refaulted);
     t->visits = atomic_load(&stats_visits);
-    uint64_t back = t->sparse_refaulted + atomic_load(&stats_sparse_dropped);
-    t->sparse_out = t->sparse_purged > back ? t->sparse_purged - back : 0;
+    t->sparse_out = stats_sparse_out_bytes() / OS_PAGE;
+    uint64_t resident = t->in_use + t->retained > t->sparse_out * OS_PAGE
+                      ? t->in_use + t->retained - t->sparse_out * OS_PAGE : 0;
+    if (t->peak_resident < resident)
+        t->peak_resident = resident;
 #if HAK_OBSERVE
     t->large_allocs = atomic_load(&stats_large_allocs);
     t->large_frees = atomic_load(&stats_large_frees);

@@ -267,37 +267,36 @@ HAK_EXPORT const char *hak_version(void)
     return HAK_VERSION;
 }
 
-/* The report at exit: with OBSERVE compiled in and on, the totals and the counters to
- * [observe] output; else with [stats] enabled, the totals to stderr. */
+/* The totals to [stats] output, formatted on the stack and written with write(2). */
+static void totals_report(int in_signal)
+{
+    char buf[4096];
+    int fd = stats_fd();
+    struct out o = OUT_INIT(buf, fd);
+    totals_write(&o, in_signal);
+    out_flush(&o);
+    if (fd != 2)
+        close(fd);
+}
+
+/* The report at exit: with OBSERVE compiled in and on, the totals and the counters; else
+ * with [stats] enabled, the totals; to [stats] output. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
     const struct policy *p = policy_now();
-    if (HAK_OBSERVE && p->observe) {
+    if (HAK_OBSERVE && p->observe)
         hak_stats_print();
-    } else if (p->stats) {
-        char buf[4096];
-        int fd = stats_fd();
-        struct out o = OUT_INIT(buf, fd);
-        totals_write(&o, 0);
-        out_flush(&o);
-        if (fd != 2)
-            close(fd);
-    }
+    else if (p->stats)
+        totals_report(0);
 }
 
 /* [stats] signal: the totals at once, from the handler itself (an idle program runs nothing
- * else): counters only, formatted into the stack and written with write(2). */
+ * else): counters only. */
 static void stats_on_signal(int sig)
 {
     (void)sig;
     int saved = errno;
-    char buf[4096];
-    int fd = stats_fd();
-    struct out o = OUT_INIT(buf, fd);
-    totals_write(&o, 1);
-    out_flush(&o);
-    if (fd != 2)
-        close(fd);
+    totals_report(1);
     errno = saved;
 }
 

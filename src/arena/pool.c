@@ -242,8 +242,8 @@ HAK_COLD unsigned arena_pool_purge_next(struct iovec *extents, unsigned max, int
     pthread_mutex_lock(&pool_mutex);
     for (;;) {
         const struct policy *p = policy_now();
-        /* Idle decay: no use for [purge] idle ms since the last decay, and none since: the
-         * cap is 0 and nothing waits for [purge] delay, then the pass over regions comes. */
+        /* Idle decay: a use came since the last decay, then none for [purge] idle ms: the cap
+         * is 0 and nothing waits for [purge] delay, then the passes over regions come. */
         uint32_t uses = atomic_load(&pool_uses), idle_wait = UINT32_MAX;
         int decay = 0;
         if (p->purge_idle_ms && uses != purger_decayed) {

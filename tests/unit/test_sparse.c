@@ -452,15 +452,20 @@ int main(void)
     Suite *su = suite_create("sparse");
     TCase *reuse = tcase_create("reuse"), *busy = tcase_create("busy"), *idle = tcase_create("idle");
     tcase_add_test(reuse, test_reuse_tiny);
-    tcase_add_test(reuse, test_reuse_span);
+    /* Built without spans (-Dphase100=false) mid blocks keep whole regions, which the pass
+     * does not thin: the span case and the idle bounds, which only spans meet, do not apply. */
+    if (HAK_PHASE100)
+        tcase_add_test(reuse, test_reuse_span);
     tcase_set_timeout(reuse, 60);
     tcase_add_test(busy, test_trim_while_busy);
     tcase_add_test(busy, test_trim_takes_other_threads_frees);
     tcase_add_test(busy, test_abandoned_region_released_by_last_free);
     tcase_set_timeout(busy, 60);
-    tcase_add_test(idle, test_idle_mixed);
-    tcase_add_test(idle, test_idle_every_class);
-    tcase_add_test(idle, test_idle_other_thread);
+    if (HAK_PHASE100) {
+        tcase_add_test(idle, test_idle_mixed);
+        tcase_add_test(idle, test_idle_every_class);
+        tcase_add_test(idle, test_idle_other_thread);
+    }
     tcase_add_test(idle, test_idle_visits_back_off);
     tcase_set_timeout(idle, 60);
     suite_add_tcase(su, reuse);

@@ -17,19 +17,9 @@ static int apply_one(struct policy *p, enum policy_key_id k, unsigned cls, const
     const char *v = secure_getenv(var);
     if (v == NULL)
         return 0;
-    char line[384];
-    const char *warn = NULL;
-    const char *err = policy_set(p, k, cls, v, SRC_ENV, 0, &warn);
-    if (err) {
-        snprintf(line, sizeof line, "error: %s=%s: %s; ignored", var, v, err);
-        report(ctx, 1, line);
-        return 1;
-    }
-    if (warn) {
-        snprintf(line, sizeof line, "warning: %s=%s: %s", var, v, warn);
-        report(ctx, 0, line);
-    }
-    return 0;
+    char what[320];
+    snprintf(what, sizeof what, "%s=%s", var, v);
+    return policy_set_reported(p, k, cls, v, SRC_ENV, what, "ignored", report, ctx);
 }
 
 static int env_known(const char *name, size_t len)

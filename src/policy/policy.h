@@ -136,6 +136,10 @@ int policy_apply_env(struct policy *p, policy_report_fn report, void *ctx);
 /* ini.c: overlays an INI file.  Returns the error count; on a file-level error
  * (missing, unreadable, binary, too large, syntax) p is left untouched. */
 int policy_apply_ini(struct policy *p, const char *path, policy_report_fn report, void *ctx);
+/* setting.c: value for key k (class cls) into p, or one line on what (the setting as the
+ * user wrote it) and the error, then `; outcome`; a warning the same way.  0, or 1 on error. */
+int policy_set_reported(struct policy *p, enum policy_key_id k, unsigned cls, const char *value, uint8_t source,
+                        const char *what, const char *outcome, policy_report_fn report, void *ctx);
 /* setting.c: one setting by its name (hak_policy_set) over p; 0, or 1 after reporting. */
 int policy_apply_setting(struct policy *p, const char *name, const char *value, policy_report_fn report,
                          void *ctx);

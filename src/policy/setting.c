@@ -4,6 +4,24 @@
 #include <string.h>
 #include "policy.h"
 
+int policy_set_reported(struct policy *p, enum policy_key_id k, unsigned cls, const char *value, uint8_t source,
+                        const char *what, const char *outcome, policy_report_fn report, void *ctx)
+{
+    char line[1024];
+    const char *warn = NULL;
+    const char *err = policy_set(p, k, cls, value, source, 0, &warn);
+    if (err) {
+        snprintf(line, sizeof line, "error: %s: %s; %s", what, err, outcome);
+        report(ctx, 1, line);
+        return 1;
+    }
+    if (warn) {
+        snprintf(line, sizeof line, "warning: %s: %s", what, warn);
+        report(ctx, 0, line);
+    }
+    return 0;
+}
+
 int policy_apply_setting(struct policy *p, const char *name, const char *value, policy_report_fn report,
                          void *ctx)
 {
@@ -26,17 +44,10 @@ int policy_apply_setting(struct policy *p, const char *name, const char *value, 
         report(ctx, 1, line);
         return 1;
     }
-    const char *warn = NULL;
-    const char *err = policy_set(p, k, cls, value, SRC_API, 0, &warn);
-    if (err) {
-        snprintf(line, sizeof line, "error: hak_policy_set: %s = %s: %s; policy unchanged", name, value, err);
-        report(ctx, 1, line);
+    char what[384];
+    snprintf(what, sizeof what, "hak_policy_set: %s = %s", name, value);
+    if (policy_set_reported(p, k, cls, value, SRC_API, what, "policy unchanged", report, ctx))
         return 1;
-    }
-    if (warn) {
-        snprintf(line, sizeof line, "warning: hak_policy_set: %s = %s: %s", name, value, warn);
-        report(ctx, 0, line);
-    }
     policy_finalize(p);
     return 0;
 }

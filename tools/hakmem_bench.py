@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 # Benchmarks in the order reports list them; any other executable in bench/ comes after.
-KNOWN_BENCHES = ("ssot", "larson", "prodcons", "realloc", "large", "frag", "threadchurn", "burst", "hugebuf", "bigint", "randarray", "logicmin", "sparse", "idle")
+KNOWN_BENCHES = ("ssot", "larson", "prodcons", "realloc", "large", "frag", "threadchurn", "burst", "hugebuf", "bigint", "randarray", "logicmin", "sparse", "idle", "batchq", "transfer")
 
 # Other allocators and their sonames.  tcmalloc_minimal, not libtcmalloc: the full library
 # adds heap-profiler hooks that are not part of the allocator being compared.

@@ -27,6 +27,7 @@ HAK_INLINE void *hot_tag_live_tiny(struct heap *h, void *p, size_t t)
 #endif
     HAK_STORE_HINT(*region_tag_tiny(p, (unsigned)t), (uint8_t)t);
     HAK_UNPOISON(p, class_table[TAG_CLASS(t)].size);
+    region_mark_clear(p);
     return p;
 }
 

@@ -21,6 +21,8 @@ static struct heap *heap_ready(struct heap *h)
     if (h == NULL)
         return NULL;
     heap_obs_sync(h);               /* OBSERVE: every cold entry samples the live bytes */
+    if (HAK_PHASE107)
+        heap_batch_poll(h);
     if (HAK_PHASE99)
         arena_purger_poll();
     return h;
@@ -102,30 +104,14 @@ static int remote_push(struct region *r, void *p, uint8_t *t, unsigned cls, int 
     return head == NULL;
 }
 
-/* Hot-path free found p's tag not live, or p owned by another heap. */
-HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
+/* Another heap's block p of r, its tag still live, freed now: its tag is marked at once (the
+ * way of a free that no batch takes, and of a batch's blocks whose owner is not there to
+ * take them in). */
+HAK_COLD void heap_free_remote_now(void *p, struct region *r)
 {
-    uint8_t *t;
-    if (!region_tag_check_live(r, (uintptr_t)p, &t) && !heap_unsample(r, p, t)) {
-        region_report_block("free", r, (uintptr_t)p, *t);
-        return;
-    }
+    uint8_t *t = region_tag(r, (uintptr_t)p);
     unsigned cls = r->cls;
     int span = cls == HAK_CLS_SPAN;
-    HAK_POISON(p, r->bsize);
-    if (atomic_load_explicit(&r->owner, memory_order_relaxed) == h) {
-        uint32_t e = heap_enter();          /* h's own region: see cold/visit.c */
-        __atomic_store_n(t, (uint8_t)TAG_FREE, __ATOMIC_RELAXED);
-        if (span) {
-            span_free(h, r, p);
-        } else {
-            OBS_INC(h, frees, cls);
-            heap_check_epoch(h);
-            heap_cache_push(h, p, r);
-        }
-        heap_leave(e);
-        return;
-    }
     /* An abandoned region or span (no owner): the free is made under the abandoned lock, so
      * r can be neither adopted nor released meanwhile, and if r is listed its list may
      * follow the free (one without room may have some now), or, its last block back, r
@@ -153,6 +139,44 @@ HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
         else
             atomic_fetch_or(&o->remote_scan, (uint64_t)1 << cls);
     }
+}
+
+/* Hot-path free found p's tag not live, or p owned by another heap. */
+HAK_COLD void heap_free_slow(void *p, struct heap *h, struct region *r)
+{
+    uint8_t *t;
+    if (!region_tag_check_live(r, (uintptr_t)p, &t) && !heap_unsample(r, p, t)) {
+        region_report_block("free", r, (uintptr_t)p, *t);
+        return;
+    }
+    /* Acquire: the owner may be a heap just mapped by the thread that adopted r. */
+    struct heap *o = atomic_load_explicit(&r->owner, memory_order_acquire);
+    if (o == h) {
+        uint32_t e = heap_enter();          /* h's own region: see cold/visit.c */
+        HAK_POISON(p, r->bsize);
+        __atomic_store_n(t, (uint8_t)TAG_FREE, __ATOMIC_RELAXED);
+        if (r->cls == HAK_CLS_SPAN) {
+            span_free(h, r, p);
+        } else {
+            OBS_INC(h, frees, r->cls);
+            heap_check_epoch(h);
+            heap_cache_push(h, p, r);
+        }
+        heap_leave(e);
+        return;
+    }
+    /* Phase 107: a tiny block goes into a batch for its owner, in a heap of this thread's
+     * own (one that has only freed so far gets one now, as for its first malloc, unless it
+     * is past its heap's retirement: glibc frees after the key destructors have run, and a
+     * heap made then would never be retired). */
+    if (HAK_PHASE107 && r->cls < HAK_NTINY && o != NULL) {
+        if (unlikely(h == &heap_empty) && !heap_thread.exited && policy_now()->phase107)
+            h = heap_ready(h);
+        if (h != NULL && h->snap.phase107 && heap_outbox_put(h, o, r, p))
+            return;
+    }
+    HAK_POISON(p, r->bsize);
+    heap_free_remote_now(p, r);
 }
 
 /* The entry points above, each inside heap_enter and heap_leave (cold/visit.c); a free

@@ -30,6 +30,20 @@ void  heap_free_nonregion_slow(void *p, struct heap *h, unsigned mapbyte, const 
 void  heap_free_spill_slow(void *p, struct heap *h, struct region *r);
 void  heap_refresh(struct heap *h);                       /* the epoch moved: a new snapshot */
 
+void  heap_free_remote_now(void *p, struct region *r);     /* another heap's block, its tag marked now */
+
+/* batch.c (Phase 107): other threads' tiny blocks freed by the batch */
+int   heap_outbox_put(struct heap *h, struct heap *o, struct region *r, void *p);   /* 1: batched (or reported) */
+void  heap_outbox_flush(struct heap *h);        /* h's thread, or a visit: every batch sent */
+void  heap_inbox_take(struct heap *h);          /* h's thread: its batches into its caches */
+void  heap_inbox_forward(struct heap *h);       /* any thread: h's batches home by their tags */
+void  heap_inbox_forward_visited(struct heap *h);   /* a visit: those h took off too */
+void  heap_batch_poll(struct heap *h);          /* a cold path: its inbox, idle threads' outboxes */
+void  heap_batch_retire(struct heap *h);        /* thread exit */
+void  heap_batch_lock(void);
+void  heap_batch_unlock(void);
+void  heap_batch_after_fork_child(void);
+
 /* heap.c: per-thread heap lifecycle */
 struct heap *heap_acquire(void);
 void  heap_thread_exit(void *heap);
@@ -47,6 +61,7 @@ void  heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx);
 uint32_t heap_enter_wait(uint32_t entered);   /* the token heap_enter returns */
 void  heap_visit_idle(uint32_t now_ms, uint32_t idle_ms);
 void  heap_visit_others(struct heap *self);     /* malloc_trim: all but self, idle or not */
+void  heap_visit_senders(struct heap *self);    /* Phase 107: idle threads' outboxes sent */
 
 /* The thread's mark that it is inside (odd c), before it looks for a visit.  A plain
  * store: the visitor's membarrier orders it before the thread's next load (under

@@ -120,6 +120,8 @@ void heap_foreach(void (*fn)(struct heap *h, void *ctx), void *ctx)
 
 static void heap_retire(struct heap *h, int reusable)
 {
+    if (HAK_PHASE107)
+        heap_batch_retire(h);
     heap_flush(h);
     heap_regions_release(h);
     span_release_all(h);
@@ -138,6 +140,7 @@ HAK_COLD void heap_thread_exit(void *arg)
 {
     struct heap *h = arg;
     uint32_t e = heap_enter();
+    heap_thread.exited = 1;
     if (heap_tls == h)
         heap_tls = &heap_empty;
     heap_retire(h, 1);
@@ -150,13 +153,20 @@ HAK_COLD void heap_thread_exit(void *arg)
 HAK_COLD void heap_trim(void)
 {
     struct heap *h = heap_tls;
+    if (h != &heap_empty && HAK_PHASE107) {
+        uint32_t e = heap_enter();
+        heap_outbox_flush(h);           /* Phase 107: first, for the visits to find them */
+        heap_leave(e);
+    }
+    heap_visit_others(h);
     if (h != &heap_empty) {
         uint32_t e = heap_enter();
+        if (HAK_PHASE107)
+            heap_inbox_take(h);
         heap_collect_remote(h);
         span_merge_pending(h);
         heap_leave(e);
     }
-    heap_visit_others(h);
 }
 
 /* In a child after fork only the forking thread survives.  Other heaps may have

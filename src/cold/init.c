@@ -12,6 +12,7 @@ static _Atomic int late_state;       /* same for the parts that may allocate */
 static void fork_prepare(void)
 {
     heap_lock();
+    heap_batch_lock();
     arena_pool_lock();
     large_lock();
     prof_lock();
@@ -22,6 +23,7 @@ static void fork_parent(void)
     prof_unlock();
     large_unlock();
     arena_pool_unlock();
+    heap_batch_unlock();
     heap_unlock();
 }
 
@@ -31,6 +33,7 @@ static void fork_child(void)
     large_reset_lock();
     arena_pool_after_fork_child();
     heap_after_fork_child();
+    heap_batch_after_fork_child();
     arena_purger_after_fork_child();
 }
 

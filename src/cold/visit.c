@@ -62,6 +62,8 @@ static int visit_locked(struct heap *h)
     struct heap_thread *t = h->thread;
     if (!h->live || t == NULL || !visit_begin(t))
         return 0;
+    heap_outbox_flush(h);                   /* Phase 107: what it holds for others goes */
+    heap_inbox_forward_visited(h);          /* ... and what others sent it comes home */
     heap_visit_collect(h);
     span_merge_pending(h);
     visit_end(t);
@@ -74,7 +76,9 @@ static int visit_locked(struct heap *h)
 static int visit_wanted(struct heap *h)
 {
     return atomic_load_explicit(&h->remote_scan, memory_order_relaxed)
-           || atomic_load_explicit(&h->span_remote, memory_order_relaxed);
+           || atomic_load_explicit(&h->span_remote, memory_order_relaxed)
+           || atomic_load_explicit(&h->inbox, memory_order_relaxed) || h->inbox_local
+           || atomic_load_explicit(&h->out_held, memory_order_relaxed);
 }
 
 struct visit_pass {
@@ -91,8 +95,10 @@ struct visit_pass {
 static void visit_if_idle(struct heap *h, void *arg)
 {
     const struct visit_pass *v = arg;
-    if (!h->live || h->thread == NULL)
+    if (!h->live || h->thread == NULL) {
+        heap_inbox_forward(h);              /* batches that came after its thread left */
         return;
+    }
     uint32_t c = atomic_load_explicit(&h->thread->cold, memory_order_relaxed);
     if (c != h->visit_cold) {
         h->visit_cold = c;
@@ -119,7 +125,9 @@ HAK_COLD void heap_visit_idle(uint32_t now_ms, uint32_t idle_ms)
 static void visit_other(struct heap *h, void *arg)
 {
     struct heap **self = arg;
-    if (h != *self && visit_wanted(h))
+    if (h != *self && !h->live)
+        heap_inbox_forward(h);
+    else if (h != *self && visit_wanted(h))
         visit_locked(h);
 }
 
@@ -129,4 +137,35 @@ HAK_COLD void heap_visit_others(struct heap *self)
 {
     if (visits_on())
         heap_foreach(visit_other, &self);
+}
+
+/* Phase 107: a thread that holds other threads' blocks in its outbox and has entered no
+ * cold path since the last look (HELP_MS, cold/batch.c) is visited and its outbox sent;
+ * batches that came to heaps whose threads have gone are forwarded. */
+static void visit_sender(struct heap *h, void *arg)
+{
+    struct heap **self = arg;
+    if (h == *self)
+        return;
+    if (!h->live) {
+        heap_inbox_forward(h);
+        return;
+    }
+    if (h->thread == NULL || !atomic_load_explicit(&h->out_held, memory_order_relaxed))
+        return;
+    uint32_t c = atomic_load_explicit(&h->thread->cold, memory_order_relaxed);
+    if (c != h->out_cold) {
+        h->out_cold = c;                    /* busy since: it sends its own */
+        return;
+    }
+    if (visit_begin(h->thread)) {
+        heap_outbox_flush(h);
+        visit_end(h->thread);
+    }
+}
+
+HAK_COLD void heap_visit_senders(struct heap *self)
+{
+    if (visits_on())
+        heap_foreach(visit_sender, &self);
 }

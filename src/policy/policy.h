@@ -98,6 +98,7 @@ struct policy_snapshot {
 #if HAK_PHASE91
     uint8_t  table91[ROUTE91_ENTRIES];
 #endif
+    uint8_t  phase107;                  /* other threads' blocks freed by the batch (cold/batch.c) */
 };
 
 extern _Atomic uint64_t policy_epoch;

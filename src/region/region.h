@@ -124,12 +124,24 @@ HAK_INLINE uint8_t *region_tag_live_tiny(void *p, unsigned t, unsigned amask)
     return *tag == (uint8_t)t ? tag : NULL;
 }
 
+/* Phase 107: every hand-out clears a block's first word, where a batch of another thread
+ * may have left its owner's mark (region_mark, cold/batch.c). */
+HAK_INLINE void region_mark_clear(void *blk)
+{
+#if HAK_PHASE107
+    *(void **)blk = NULL;
+#else
+    (void)blk;
+#endif
+}
+
 /* The allocation half of the tag protocol.  Phase 90 forces it inline; with the phase
  * off at run time the same write goes through an out-of-line call (region_tag_set_live_call). */
 HAK_TAG_INLINE void region_tag_set_live(struct region *r, void *p)
 {
     HAK_STORE_HINT(*region_tag(r, (uintptr_t)p), r->live_tag);   /* TAG_LIVE(r->cls), on the line region_tag read */
     HAK_UNPOISON(p, r->bsize);
+    region_mark_clear(p);
 }
 
 void *region_tag_set_live_call(struct region *r, void *p);   /* returns p */
@@ -253,6 +265,29 @@ HAK_INLINE void region_link_store(struct region *r, void *blk, void *next)
 {
     HAK_UNPOISON(blk, sizeof(void *));
     *(uintptr_t *)blk = (uintptr_t)next ^ region_link_key(r, blk);
+    HAK_POISON(blk, sizeof(void *));
+}
+
+/* Phase 107: a tiny block in another thread's batch holds its owner's mark in its first
+ * word (cold/batch.c), so a second free of it, or one after its owner took it back and
+ * handed it out again, is found: every hand-out clears the word (region_mark_clear). */
+HAK_INLINE uintptr_t region_mark_of(struct region *r, void *blk, const void *owner)
+{
+    return (uintptr_t)owner ^ region_link_key(r, blk);
+}
+
+HAK_INLINE int region_marked(struct region *r, void *blk, const void *owner)
+{
+    HAK_UNPOISON(blk, sizeof(void *));
+    int marked = *(uintptr_t *)blk == region_mark_of(r, blk, owner);
+    HAK_POISON(blk, sizeof(void *));
+    return marked;
+}
+
+HAK_INLINE void region_mark(struct region *r, void *blk, const void *owner)
+{
+    HAK_UNPOISON(blk, sizeof(void *));
+    *(uintptr_t *)blk = region_mark_of(r, blk, owner);
     HAK_POISON(blk, sizeof(void *));
 }
 

@@ -57,6 +57,9 @@ struct heap_obs {
     int64_t  live_synced;            /* bytes this heap last added to the global live count */
 };
 
+#define HEAP_OUTBOX_WAYS 8
+struct remote_batch;
+
 #define RCACHE_SIZE 256
 #define RCACHE_EMPTY (~(uintptr_t)0) /* no chunk number: free(NULL) has key 0 and must miss */
 #define REFILL_START 4      /* blocks a heap's first refill of a class takes (slow start) */
@@ -112,6 +115,10 @@ struct heap {
      * accessed atomically, so the writers never share a word or a line with the owner's
      * plain fields. */
     _Atomic uint64_t remote_scan HAK_ALIGNED(HAK_CACHE_LINE);
+    /* Phase 107: batches of this heap's blocks other threads freed, pushed by them (one
+     * compare-and-swap a batch) and taken whole by the owner (cold/batch.c).  In the line
+     * other threads write already. */
+    _Atomic(struct remote_batch *) inbox;
     /* Phase 100: another thread freed the first block onto one of this heap's spans'
      * empty remote stacks since the owner last merged them.  A line of its own too: every
      * span malloc reads it, and tiny classes' remote frees (remote_scan) must not make
@@ -123,6 +130,14 @@ struct heap {
      * heap was last visited, and how long until the next visit of the idle heap. */
     struct heap_thread *thread;
     uint32_t visit_cold, visit_ms, visit_wait;
+    /* Phase 107: this thread's frees of other heaps' tiny blocks, a batch per owner by a
+     * hash of its address, and one empty batch kept for the next; `out_held` counts the
+     * batches not sent yet (other threads read it: an idle thread's are sent for it). */
+    struct remote_batch *outbox[HEAP_OUTBOX_WAYS];
+    struct remote_batch *outbox_spare;
+    struct remote_batch *inbox_local;   /* taken off the inbox, not yet into the caches */
+    _Atomic uint32_t out_held;
+    uint32_t out_cold;               /* `cold` when a helper last looked (cold/batch.c) */
 #if HAK_OBSERVE
     struct heap_obs obs;             /* last: off the hot cache lines */
 #endif
@@ -178,6 +193,7 @@ struct heap_thread {
     int64_t prof_left;
     _Atomic uint32_t cold;
     _Atomic uint8_t visit;
+    uint8_t exited;                  /* its heap was retired: a free makes no new one */
 };
 extern HAK_TLS struct heap_thread heap_thread;
 #define heap_tls (heap_thread.heap)
@@ -201,7 +217,13 @@ HAK_INLINE void *slots_pop(struct heap *h, size_t t)
     void **top = HEAP_TOP(h, t);
     void *p = *top;
     if (likely(p != NULL)) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        /* One read-modify-write of the top in memory, where the C form is a register
+         * decrement and a store: the instruction Phase 107's clear of the block adds back. */
+        __asm__("subq $8, %0" : "+m"(HEAP_TOP(h, t)));
+#else
         HEAP_TOP(h, t) = top - 1;
+#endif
         OBS_INC(h, allocs, TAG_CLASS(t));
         OBS_INC(h, slot_hits, TAG_CLASS(t));
     }

@@ -14,6 +14,8 @@
  *  - fork-churn:        fork while other threads are being created and exit
  *  - visit:             malloc_trim in one thread takes in what it freed into an idle
  *                       thread's regions (a visit), and visits meet a thread at work
+ *  - batch:             two threads free one block at once, thousands of times (each
+ *                       double free reported once); a sleeping thread's frees come home
  *
  * Worker threads never call ck_assert (Check's failure path is not thread-safe):
  * they count errors in atomics that the test thread asserts on. */
@@ -136,7 +138,9 @@ static void cap_begin(void)
     dup2(fileno(cap_file), 2);
 }
 
-static long cap_end(void)
+/* The reports captured; those holding `expected` (a test's own misuse) are counted but
+ * not echoed, so a harness reading stderr sees only the unexpected. */
+static long cap_end_expecting(const char *expected)
 {
     long n = 0;
     char line[512];
@@ -148,13 +152,19 @@ static long cap_end(void)
     cap_saved_fd = -1;
     rewind(cap_file);
     while (fgets(line, sizeof line, cap_file) != NULL) {
-        if (strncmp(line, "hakmem:", 7) == 0)
-            n++;
-        fputs(line, stderr);
+        int report = strncmp(line, "hakmem:", 7) == 0;
+        n += report;
+        if (!report || expected == NULL || strstr(line, expected) == NULL)
+            fputs(line, stderr);
     }
     fclose(cap_file);
     cap_file = NULL;
     return n;
+}
+
+static long cap_end(void)
+{
+    return cap_end_expecting(NULL);
 }
 
 /* 16 B .. 64 KiB, mostly small. */
@@ -1418,6 +1428,161 @@ START_TEST(test_visits_meet_a_working_thread)
 }
 END_TEST
 
+/* ------------------------------------------------------------- batch */
+
+/* Two threads free one block at once, over and over (the block is the test thread's):
+ * every such double free is reported exactly once, at the call or when the owner takes the
+ * batch in (Phase 107), and no block is lost or handed out twice afterwards. */
+#ifndef DF_ROUNDS
+#define DF_ROUNDS 4000
+#endif
+static pthread_barrier_t df_barrier;
+
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* CK_TIMEOUT_MULTIPLIER scales waits as it scales Check's timeouts (a loaded machine). */
+static double time_scale(void)
+{
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    double v = m && *m ? atof(m) : 1.0;
+    return v > 1.0 ? v : 1.0;
+}
+static void *_Atomic df_block;
+
+static void *df_freer(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < DF_ROUNDS; i++) {
+        pthread_barrier_wait(&df_barrier);
+        free(atomic_load(&df_block));
+        pthread_barrier_wait(&df_barrier);
+    }
+    return NULL;
+}
+
+START_TEST(test_double_free_from_two_threads)
+{
+    static const size_t sizes[] = { 16, 48, 64, 256, 1024 };
+    ck_assert_int_eq(hak_policy_set("safety.on_misuse", "report"), 0);     /* hardened aborts */
+    ck_assert_int_eq(pthread_barrier_init(&df_barrier, NULL, 3), 0);
+    pthread_t t[2];
+    cap_begin();
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, df_freer, NULL), 0);
+    for (unsigned i = 0; i < DF_ROUNDS; i++) {
+        size_t n = sizes[i % 5];
+        char *p = malloc(n);
+        ck_assert_ptr_nonnull(p);
+        memset(p, 0x3c, n);
+        atomic_store(&df_block, p);
+        pthread_barrier_wait(&df_barrier);
+        pthread_barrier_wait(&df_barrier);
+    }
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    malloc_trim(0);                         /* the exited threads' batches taken in */
+    long reports = cap_end_expecting("double free");
+    pthread_barrier_destroy(&df_barrier);
+    ck_assert_int_eq(reports, DF_ROUNDS);
+    /* Each block came back once: as many fresh mallocs of each size are all distinct. */
+    enum { N = DF_ROUNDS / 5 + 64 };
+    static char *got[5][N];
+    for (unsigned k = 0; k < 5; k++)
+        for (unsigned i = 0; i < N; i++) {
+            got[k][i] = malloc(sizes[k]);
+            ck_assert_ptr_nonnull(got[k][i]);
+            memset(got[k][i], (int)k, sizes[k]);
+        }
+    for (unsigned k = 0; k < 5; k++) {
+        qsort(got[k], N, sizeof got[k][0], ptr_cmp);
+        for (unsigned i = 1; i < N; i++)
+            ck_assert_ptr_ne(got[k][i], got[k][i - 1]);
+        for (unsigned i = 0; i < N; i++) {
+            for (size_t b = 0; b < sizes[k]; b++)
+                ck_assert_int_eq(got[k][i][b], (int)k);
+            free(got[k][i]);
+        }
+    }
+}
+END_TEST
+
+/* A thread that frees another's blocks and then sleeps sends them anyway: the blocks sit
+ * in its batch (Phase 107) until a thread at work, passing through malloc's cold path,
+ * finds it idle and sends them (cold/batch.c), so the owner gets them back within a bound. */
+enum { IS_N = 40, IS_SIZE = 176 };          /* a class no other test of the process uses */
+static void *is_blocks[IS_N];
+static pthread_mutex_t is_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t is_cond = PTHREAD_COND_INITIALIZER;
+static int is_stage;
+
+static void *is_sleeper(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < IS_N; i++)
+        free(is_blocks[i]);
+    pthread_mutex_lock(&is_mutex);
+    is_stage = 1;
+    pthread_cond_broadcast(&is_cond);
+    while (is_stage != 2)
+        pthread_cond_wait(&is_cond, &is_mutex);
+    pthread_mutex_unlock(&is_mutex);
+    return NULL;
+}
+
+START_TEST(test_idle_sender_sends)
+{
+    if (!visits_possible()) {
+        fprintf(stderr, "# batch: no visits here (Phase 103 off, or no membarrier): a sleeping thread keeps its batches\n");
+        return;
+    }
+    for (unsigned i = 0; i < IS_N; i++)
+        ck_assert_ptr_nonnull(is_blocks[i] = malloc(IS_SIZE));
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, is_sleeper, NULL), 0);
+    pthread_mutex_lock(&is_mutex);
+    while (is_stage != 1)
+        pthread_cond_wait(&is_cond, &is_mutex);
+    pthread_mutex_unlock(&is_mutex);
+    /* This thread works (a large block takes malloc's cold path each time) and looks for
+     * its blocks among new ones of the class. */
+    enum { KEEP = 4096 };
+    static void *kept[KEEP];
+    unsigned nk = 0, found = 0;
+    double limit = 5.0 * time_scale();
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        free(malloc(4 * MiB));
+        void *q = malloc(IS_SIZE);
+        ck_assert_ptr_nonnull(q);
+        for (unsigned i = 0; i < IS_N; i++)
+            found |= q == is_blocks[i];
+        if (found || nk == KEEP) {
+            free(q);
+        } else {
+            kept[nk++] = q;
+        }
+        struct timespec pause = { 0, 5 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (!found && (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 < limit);
+    double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+    pthread_mutex_lock(&is_mutex);
+    is_stage = 2;
+    pthread_cond_broadcast(&is_cond);
+    pthread_mutex_unlock(&is_mutex);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    for (unsigned i = 0; i < nk; i++)
+        free(kept[i]);
+    fprintf(stderr, "# batch: a sleeping thread's frees came back after %.2f s\n", waited);
+    ck_assert_msg(found, "the blocks a sleeping thread freed did not come back in %.1f s", limit);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ main */
 
 static Suite *threads_suite(void)
@@ -1466,6 +1631,12 @@ static Suite *threads_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_trim_visits_an_idle_thread);
     tcase_add_test(tc, test_visits_meet_a_working_thread);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("batch");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_double_free_from_two_threads);
+    tcase_add_test(tc, test_idle_sender_sends);
     suite_add_tcase(s, tc);
 
     return s;

@@ -10,6 +10,7 @@
 /* TSan runs 5-15x slower: smaller workloads, the same interleavings. */
 #define PC_PER_PROD 500000
 #define SL_BATCHES 8
+#define DF_ROUNDS 400
 #define malloc(n)               hak_malloc(n)
 #define free(p)                 hak_free(p)
 #define calloc(n, s)            hak_calloc(n, s)

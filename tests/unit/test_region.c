@@ -257,33 +257,49 @@ START_TEST(test_home_block_double_free)
 }
 END_TEST
 
-/* Another thread's free.  Phase 97 (HAKMEM_PHASE97=off in the unit-region-phase97-off
- * run): a tiny block goes home by its tag and the region's remote_home count, with
- * nothing written into the block; off, and for mid blocks always, it is pushed onto the
- * region's linked remote stack.  Either way a second free is a double free, and the
- * owner's next refill of the class hands the block out again before carving new ones. */
+/* Another thread's free.  Phase 107 (on by default): a tiny block waits in that thread's
+ * batch for its owner, its tag still live and its first word the owner's mark, and comes
+ * home when the owner takes the batch in (the thread's exit sent it; malloc_trim takes it
+ * in).  Phase 97 (HAKMEM_PHASE97=off in the unit-region-phase97-off run), or a tiny block
+ * with Phase 107 off: it goes home by its tag and the region's remote_home count, with
+ * nothing written into the block; Phase 97 off, and for mid blocks always, it is pushed
+ * onto the region's linked remote stack.  Either way a second free is a double free, and
+ * the owner's next refill of the class hands the block out again before carving new ones. */
 START_TEST(test_remote_free_goes_home)
 {
     char v[16], src[128];
     ck_assert_int_eq(hak_policy_get("phases.phase97", v, sizeof v, src, sizeof src), 0);
     int on = !strcmp(v, "on");
+    ck_assert_int_eq(hak_policy_get("phases.phase107", v, sizeof v, src, sizeof src), 0);
+    int batched_on = !strcmp(v, "on");
     static const size_t sizes[] = { 64, 1024, 3000 };      /* tiny, the largest tiny, mid */
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         unsigned cls = class_of_size(sizes[s]);
-        int home = on && cls < HAK_NTINY;
+        int batched = batched_on && cls < HAK_NTINY;
+        int home = !batched && on && cls < HAK_NTINY;
         char *p = hak_malloc(sizes[s]);
         ck_assert_ptr_nonnull(p);
         memset(p, 0x5a, sizes[s]);
         struct region *r = region_of_block(p);
         ck_assert_str_eq(hak_free_elsewhere(p, report, sizeof report), "");
-        ck_assert_uint_eq(*region_tag(r, (uintptr_t)p), home ? TAG_HOME : TAG_FREE);
+        if (batched) {
+            ck_assert_uint_eq(*region_tag(r, (uintptr_t)p), r->live_tag);   /* not taken in yet */
+            ck_assert_ptr_nonnull(atomic_load(&heap_tls->inbox));
+        } else {
+            ck_assert_uint_eq(*region_tag(r, (uintptr_t)p), home ? TAG_HOME : TAG_FREE);
+        }
         ck_assert_uint_eq(atomic_load(&r->remote_home), home ? 1 : 0);
-        ck_assert_ptr_eq(atomic_load(&r->remote), home ? NULL : (void *)p);
+        ck_assert_ptr_eq(atomic_load(&r->remote), home || batched ? NULL : (void *)p);
 #ifndef __SANITIZE_ADDRESS__                                 /* a freed block is poisoned */
         if (home)
             ck_assert_uint_eq((unsigned char)p[0], 0x5a);   /* no link written into it */
 #endif
         ck_assert_ptr_nonnull(strstr(hak_free_elsewhere(p, report, sizeof report), "double free"));
+        if (batched) {
+            hak_malloc_trim(0);                             /* the owner takes its batches in */
+            ck_assert_ptr_null(atomic_load(&heap_tls->inbox));
+            ck_assert_uint_eq(*region_tag(r, (uintptr_t)p), TAG_FREE);    /* in its slots */
+        }
         ck_assert_ptr_nonnull(strstr(free_reported(p), "double free"));
         /* Held live, the class's blocks come from its regions' home and remote blocks
          * before fresh ones: p is among the first few regions' worth. */
@@ -301,6 +317,44 @@ START_TEST(test_remote_free_goes_home)
         for (unsigned i = 0; i < n; i++)
             hak_free(held[i]);
         free(held);
+    }
+}
+END_TEST
+
+/* Phase 107: another thread frees p, then its owner frees it too before taking the batch
+ * in.  The owner's free finds the tag live and caches p; the double free is reported when
+ * the batch comes in (naming p), whether p is still cached then (its tag free) or has
+ * been handed out again (the hand-out cleared the mark): never freed a second time. */
+START_TEST(test_remote_then_owner_free)
+{
+    char v[16], src[128];
+    ck_assert_int_eq(hak_policy_get("phases.phase107", v, sizeof v, src, sizeof src), 0);
+    if (strcmp(v, "on") != 0)
+        return;                             /* the tag is marked at once: test_remote_free_goes_home */
+    for (int reuse = 0; reuse < 2; reuse++) {
+        char *p = hak_malloc(96);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_str_eq(hak_free_elsewhere(p, report, sizeof report), "");
+        ck_assert_str_eq(free_reported(p), "");             /* seen later, not here */
+        char *q = reuse ? hak_malloc(96) : NULL;
+        if (reuse) {
+            ck_assert_ptr_eq(q, p);                         /* the slots give it back first */
+            memset(q, 0x11, 96);
+        }
+        struct capture c;
+        stderr_capture_begin(&c);
+        hak_malloc_trim(0);
+        stderr_capture_end(&c, report, sizeof report);
+        ck_assert_ptr_nonnull(strstr(report, "double free"));
+        char addr[32];
+        snprintf(addr, sizeof addr, "%p", (void *)p);
+        ck_assert_ptr_nonnull(strstr(report, addr));
+        if (reuse) {                                        /* still q's, whole */
+            ck_assert_uint_eq(*region_tag(region_of_block(q), (uintptr_t)q), region_of_block(q)->live_tag);
+            for (int i = 0; i < 96; i++)
+                ck_assert_int_eq(q[i], 0x11);
+            ck_assert_str_eq(free_reported(q), "");
+        }
     }
 }
 END_TEST
@@ -488,6 +542,7 @@ int main(void)
     tcase_add_test(tc, test_take_order_for_slots);
     tcase_add_test(tc, test_home_block_double_free);
     tcase_add_test(tc, test_remote_free_goes_home);
+    tcase_add_test(tc, test_remote_then_owner_free);
     tcase_add_test(tc, test_interior_pointers_refused);
     tcase_add_test(tc, test_interior_granules_refused);
     tcase_add_test(tc, test_usable_size_of_bad_pointers);

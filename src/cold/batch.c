@@ -282,7 +282,7 @@ HAK_COLD void heap_batch_poll(struct heap *h)
     if (h->inbox_local == NULL && atomic_load_explicit(&h->inbox, memory_order_relaxed) != NULL)
         h->inbox_local = atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire);
     struct remote_batch *b = h->inbox_local;
-    if (b != NULL) {                    /* one batch a time: slots take it, not the regions */
+    if (b != NULL) {            /* one batch a time, for its slots: more went home unused */
         h->inbox_local = b->next;
         take_batch(h, b);
     }

@@ -212,8 +212,8 @@ static void take_batch(struct heap *h, struct remote_batch *b)
 /* Every batch that has come, into h's caches (thread exit, malloc_trim). */
 HAK_COLD void heap_inbox_take(struct heap *h)
 {
-    struct remote_batch *b = h->inbox_local;
-    h->inbox_local = NULL;
+    struct remote_batch *b = atomic_load_explicit(&h->inbox_local, memory_order_relaxed);
+    atomic_store_explicit(&h->inbox_local, NULL, memory_order_relaxed);
     for (int shared = 0; shared < 2; shared++) {
         while (b != NULL) {
             struct remote_batch *next = b->next;
@@ -249,8 +249,8 @@ HAK_COLD void heap_inbox_forward(struct heap *h)
 /* A visit (h's thread out of its cold paths): the batches it took and has not taken in yet too. */
 HAK_COLD void heap_inbox_forward_visited(struct heap *h)
 {
-    struct remote_batch *b = h->inbox_local;
-    h->inbox_local = NULL;
+    struct remote_batch *b = atomic_load_explicit(&h->inbox_local, memory_order_relaxed);
+    atomic_store_explicit(&h->inbox_local, NULL, memory_order_relaxed);
     forward_list(h, b);
     heap_inbox_forward(h);
 }
@@ -279,11 +279,11 @@ static uint32_t coarse_ms(void)
  * other threads' blocks would otherwise hold them for as long as it sleeps). */
 HAK_COLD void heap_batch_poll(struct heap *h)
 {
-    if (h->inbox_local == NULL && atomic_load_explicit(&h->inbox, memory_order_relaxed) != NULL)
-        h->inbox_local = atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire);
-    struct remote_batch *b = h->inbox_local;
+    struct remote_batch *b = atomic_load_explicit(&h->inbox_local, memory_order_relaxed);
+    if (b == NULL && atomic_load_explicit(&h->inbox, memory_order_relaxed) != NULL)
+        b = atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire);
     if (b != NULL) {            /* one batch a time, for its slots: more went home unused */
-        h->inbox_local = b->next;
+        atomic_store_explicit(&h->inbox_local, b->next, memory_order_relaxed);
         take_batch(h, b);
     }
     if (atomic_load_explicit(&batch_holders, memory_order_relaxed) == 0)

@@ -41,7 +41,7 @@ static void heap_setup(struct heap *h)
 {
     slots_reset(h);                  /* a reused heap was flushed */
     pthread_mutex_lock(&heaps_mutex);
-    h->live = 1;                     /* before the snapshot: publishers now see this heap */
+    __atomic_store_n(&h->live, 1, __ATOMIC_RELAXED);   /* before the snapshot: publishers now see this heap */
     heap_snapshot_locked(h);
     pthread_mutex_unlock(&heaps_mutex);
     heap_rcache_rebuild(h);
@@ -127,7 +127,7 @@ static void heap_retire(struct heap *h, int reusable)
     span_release_all(h);
     heap_obs_retire(h);
     pthread_mutex_lock(&heaps_mutex);
-    h->live = 0;
+    __atomic_store_n(&h->live, 0, __ATOMIC_RELAXED);   /* other threads' frees read it (cold/batch.c) */
     h->thread = NULL;                /* its thread's words go with the thread */
     if (reusable && heaps_free_n < sizeof heaps_free / sizeof heaps_free[0])
         heaps_free[heaps_free_n++] = h;
@@ -178,7 +178,7 @@ HAK_COLD void heap_after_fork_child(void)
     pthread_mutex_init(&heaps_mutex, NULL);
     for (struct heap *h = heaps_all; h; h = h->next_heap) {
         if (h != heap_tls && h->live) {
-            h->live = 0;
+            __atomic_store_n(&h->live, 0, __ATOMIC_RELAXED);
             h->thread = NULL;
             for (unsigned i = 0; i < heaps_free_n; i++)
                 if (heaps_free[i] == h)

@@ -77,7 +77,8 @@ static int visit_wanted(struct heap *h)
 {
     return atomic_load_explicit(&h->remote_scan, memory_order_relaxed)
            || atomic_load_explicit(&h->span_remote, memory_order_relaxed)
-           || atomic_load_explicit(&h->inbox, memory_order_relaxed) || h->inbox_local
+           || atomic_load_explicit(&h->inbox, memory_order_relaxed)
+           || atomic_load_explicit(&h->inbox_local, memory_order_relaxed)
            || atomic_load_explicit(&h->out_held, memory_order_relaxed);
 }
 

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <link.h>
 #include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +13,7 @@
 #include "../../include/hakmem.h"
 #include "hot.h"
 #include "sampler.h"
+#include "stats.h"
 #include "../prof/prof.h"
 
 static HAK_TLS uint64_t prof_rng;
@@ -100,6 +103,42 @@ static void write_profile(unsigned seq)
         warn_path(path, errno);
 }
 
+/* [prof] signal: a profile at once, from the handler (an idle program runs nothing else),
+ * unless the signal came inside the profiler's tables: then the next sample writes it.
+ * Writing one allocates nothing and takes no lock but the tables'. */
+static _Atomic int signal_pending;
+
+static void prof_on_signal(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    unsigned seq = prof_busy ? 0 : prof_seq_try();
+    if (seq)
+        write_profile(seq);
+    else
+        atomic_store(&signal_pending, 1);
+    errno = saved;
+}
+
+static void prof_signal_install(const struct policy *pol)
+{
+    int sig = api_signal_of(pol->prof_signal, "[prof] signal");
+    if (sig == 0)
+        return;
+    if (sig == api_signal_of(pol->stats_signal, NULL)) {
+        static const char same[] = "hakmem: error: [prof] signal: the same as [stats] signal; no handler\n";
+        if (write(2, same, sizeof same - 1) < 0)
+            return;
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = prof_on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
 HAK_COLD void api_prof_sample(void *p, size_t n)
 {
     if (!prof_active() || prof_busy) {
@@ -131,6 +170,9 @@ HAK_COLD void api_prof_sample(void *p, size_t n)
         prof_forget((uintptr_t)p);
     unsigned seq = prof_interval_due();
     if (seq)
+        write_profile(seq);
+    if (atomic_load_explicit(&signal_pending, memory_order_relaxed)
+        && atomic_exchange(&signal_pending, 0) && (seq = prof_seq_try()))
         write_profile(seq);
     api_prof_left = draw();
     prof_busy = 0;
@@ -191,6 +233,7 @@ __attribute__((constructor(102))) static void api_prof_start(void)
         void *pcs[4];
         dl_iterate_phdr(find_self, NULL);
         prof_start(pol->prof_sample, pol->prof_interval);
+        prof_signal_install(pol);
         /* libunwind initialises itself on its first use, checking a flag outside its lock
          * (ThreadSanitizer saw two threads race there): that first use is here, before the
          * program can start a thread. */

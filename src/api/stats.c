@@ -302,18 +302,27 @@ static void stats_on_signal(int sig)
 
 /* After the policy constructor (101), which loads HAKMEM_CONFIG.  A name hakmem does not
  * know is said once; the program's own handler, installed later, replaces this one. */
-__attribute__((constructor(103))) static void stats_signal_install(void)
+HAK_COLD int api_signal_of(const char *name, const char *key)
 {
-    const char *name = policy_now()->stats_signal;
     if (!strncasecmp(name, "SIG", 3))
         name += 3;
     int sig = !strcasecmp(name, "USR1") ? SIGUSR1 : !strcasecmp(name, "USR2") ? SIGUSR2 : 0;
-    if (sig == 0) {
-        static const char bad[] = "hakmem: error: [stats] signal: expected USR1, USR2 or none; no handler\n";
-        if (strcasecmp(name, "none") && *name && write(2, bad, sizeof bad - 1) < 0)
-            return;
-        return;
+    if (sig == 0 && key != NULL && strcasecmp(name, "none") && *name) {
+        char line[160];
+        struct out o = OUT_INIT(line, 2);
+        out_str(&o, "hakmem: error: ");
+        out_str(&o, key);
+        out_str(&o, ": expected USR1, USR2 or none; no handler\n");
+        out_flush(&o);
     }
+    return sig;
+}
+
+__attribute__((constructor(103))) static void stats_signal_install(void)
+{
+    int sig = api_signal_of(policy_now()->stats_signal, "[stats] signal");
+    if (sig == 0)
+        return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = stats_on_signal;

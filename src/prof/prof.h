@@ -32,6 +32,9 @@ void prof_forget(uintptr_t p);
 /* 1 once the live estimate has grown by the interval since the last numbered profile
  * (and that profile is then counted as written). */
 unsigned prof_interval_due(void);
+/* The number for a profile asked for now (a signal's); 0 if the tables are busy, perhaps
+ * with the caller itself interrupted inside them. */
+unsigned prof_seq_try(void);
 
 /* `pattern` with %p the process id and %% a percent sign; seq > 0 goes before a final
  * ".heap" (or at the end) as ".seq".  0 if it does not fit. */

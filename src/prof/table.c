@@ -189,6 +189,15 @@ HAK_COLD unsigned prof_interval_due(void)
     return seq;
 }
 
+HAK_COLD unsigned prof_seq_try(void)
+{
+    if (pthread_mutex_trylock(&prof_mutex) != 0)
+        return 0;
+    unsigned seq = ++prof_tab.dumps;
+    prof_unlock();
+    return seq;
+}
+
 void prof_read(struct prof_info *out)
 {
     prof_lock();

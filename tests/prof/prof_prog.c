@@ -164,6 +164,12 @@ int main(int argc, char **argv)
         leak_kib(4096);
         raise(SIGKILL);
     }
+    if (!strcmp(mode, "signal")) {         /* [prof] signal = USR2: a profile, and it goes on */
+        leak_kib(4096);
+        raise(SIGUSR2);
+        puts("alive");
+        return 0;
+    }
     if (!strcmp(mode, "every"))
         return every_call();
     if (!strcmp(mode, "dump")) {           /* hak_prof_dump's answer, whatever the library */

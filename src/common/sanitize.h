@@ -15,10 +15,12 @@
 #include <sanitizer/asan_interface.h>
 #define HAK_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
 #define HAK_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#define HAK_POISONED(p)    __asan_address_is_poisoned(p)
 #else
 #define HAK_ASAN 0
 #define HAK_POISON(p, n)   ((void)(p), (void)(n))
 #define HAK_UNPOISON(p, n) ((void)(p), (void)(n))
+#define HAK_POISONED(p)    ((void)(p), 0)
 #endif
 
 #endif

@@ -278,9 +278,12 @@ HAK_INLINE uintptr_t region_mark_of(struct region *r, void *blk, const void *own
 
 HAK_INLINE int region_marked(struct region *r, void *blk, const void *owner)
 {
-    HAK_UNPOISON(blk, sizeof(void *));
+    int poisoned = HAK_POISONED(blk);       /* a free block's, not a live one's */
+    if (poisoned)
+        HAK_UNPOISON(blk, sizeof(void *));
     int marked = *(uintptr_t *)blk == region_mark_of(r, blk, owner);
-    HAK_POISON(blk, sizeof(void *));
+    if (poisoned)
+        HAK_POISON(blk, sizeof(void *));
     return marked;
 }
 

@@ -576,9 +576,13 @@ HAK_COLD void arena_abandoned_freed(struct region *r)
  * and not yet in remote_home, so r is not empty to this check until it has. */
 HAK_COLD int arena_abandoned_release_empty(struct region *r)
 {
-    if (r->cls >= HAK_NTINY || !arena_abandoned_listed(r)
-        || atomic_load_explicit(&r->remote, memory_order_relaxed) != NULL
-        || atomic_load_explicit(&r->remote_home, memory_order_relaxed) != r->used)
+    /* With Phase 97 off, tiny blocks come home on the linked stack: counted, as no one pops
+     * it under this lock (each such free walks the stack: that configuration only). */
+    if (r->cls >= HAK_NTINY || !arena_abandoned_listed(r))
+        return 0;
+    uint32_t home = atomic_load_explicit(&r->remote_home, memory_order_relaxed);
+    if (home > r->used || (atomic_load_explicit(&r->remote, memory_order_relaxed) == NULL
+                           ? home != r->used : home + region_remote_stacked(r, r->used + 1u) != r->used))
         return 0;
     abandoned_unlink(r);
     arena_region_release(r);

@@ -295,6 +295,17 @@ HAK_INLINE void region_mark(struct region *r, void *blk, const void *owner)
 }
 
 /* Blocks other threads freed into r that its owner has not collected yet. */
+/* Blocks on r's linked remote stack, counted up to max: only while no one can pop it (its
+ * owner out of its cold paths, or no owner and the abandoned lock held); pushes meanwhile
+ * leave the links below the head read here as they were. */
+HAK_INLINE unsigned region_remote_stacked(struct region *r, unsigned max)
+{
+    unsigned n = 0;
+    for (void *p = atomic_load_explicit(&r->remote, memory_order_acquire); p && n < max; n++)
+        p = region_link_load(r, p, 1);
+    return n;
+}
+
 HAK_INLINE int region_remote_pending(struct region *r)
 {
     return atomic_load_explicit(&r->remote, memory_order_relaxed) != NULL

@@ -322,10 +322,12 @@ HAK_COLD void heap_flush(struct heap *h)
  * back meanwhile: region/purge.c).  A mid class's paths all wait for the visit. */
 static int visit_may_collect(struct region *r)
 {
-    return r->cls >= HAK_NTINY
-           || (atomic_load_explicit(&r->remote, memory_order_relaxed) == NULL
-               && __atomic_load_n(&r->used, __ATOMIC_ACQUIRE)
-                  == atomic_load_explicit(&r->remote_home, memory_order_relaxed));
+    if (r->cls >= HAK_NTINY)
+        return 1;
+    uint16_t used = __atomic_load_n(&r->used, __ATOMIC_ACQUIRE);
+    uint32_t home = atomic_load_explicit(&r->remote_home, memory_order_relaxed);
+    /* the linked stack (Phase 97 off) counted: the owner, which alone pops it, is out */
+    return home <= used && home + region_remote_stacked(r, used + 1u) == used;
 }
 
 /* What other threads freed into h's regions is collected, and a region it empties leaves

@@ -38,6 +38,10 @@ static size_t total_bytes(void)
  * docs/RELIABILITY.md. */
 #define IDLE_MAX 2.0
 #define IDLE_MAX_UNVISITED 2.3          /* 2.1 measured: docs/PERFORMANCE.md */
+/* Phase 97 off: other threads' frees come home linked through the blocks (the remote
+ * stack, then the region's home list), so their pages cannot be given back, idle or
+ * trimmed (2.8x measured for both). */
+#define IDLE_MAX_STACKED 3.2
 #define TRIM_MAX 2.0
 
 struct allocator {
@@ -160,7 +164,10 @@ static void check_shape(enum shape s)
         return;
     struct result g = run_child(&glibc, s, 0, 0);
     /* Frees by another thread wait for their sleeping owner where hakmem cannot visit it */
-    double idle_max = s == SHAPE_OTHER_THREAD && !visits_possible() ? IDLE_MAX_UNVISITED : IDLE_MAX;
+    char v[16], src[128];
+    int stacked = hak_policy_get("phases.phase97", v, sizeof v, src, sizeof src) == 0 && strcmp(v, "on") != 0;
+    double idle_max = s != SHAPE_OTHER_THREAD ? IDLE_MAX
+                      : stacked ? IDLE_MAX_STACKED : !visits_possible() ? IDLE_MAX_UNVISITED : IDLE_MAX;
     size_t goal = (size_t)(idle_max * (double)g.trimmed);
     /* The issue idles 3 s, and the pages go within about 2 s ([purge] sparse_delay, then
      * the purger's next pass); the poll allows 10 s so a loaded machine does not fail it. */
@@ -168,7 +175,8 @@ static void check_shape(enum shape s)
     fprintf(stderr, "# shape %d: glibc %zu KiB freed, %zu KiB trimmed; hakmem %zu KiB freed, %zu KiB idle, %zu KiB trimmed\n",
             (int)s, g.freed >> 10, g.trimmed >> 10, h.freed >> 10, h.idle >> 10, h.trimmed >> 10);
     ck_assert_uint_le(h.idle, goal);
-    ck_assert_uint_le(h.trimmed, (size_t)(TRIM_MAX * (double)g.trimmed));
+    ck_assert_uint_le(h.trimmed, (size_t)((stacked && s == SHAPE_OTHER_THREAD ? IDLE_MAX_STACKED : TRIM_MAX)
+                                          * (double)g.trimmed));
 }
 
 START_TEST(test_idle_mixed)
@@ -461,12 +469,16 @@ int main(void)
     tcase_add_test(busy, test_trim_takes_other_threads_frees);
     tcase_add_test(busy, test_abandoned_region_released_by_last_free);
     tcase_set_timeout(busy, 60);
-    if (HAK_PHASE100) {
+    /* An idle program's pages go back by the purger thread (Phase 99) and its passes over
+     * regions (Phase 101), and a sleeping thread's heap is visited in those passes (Phase
+     * 103): a build without one of them has no idle bound to meet (-Dphase99=false ...). */
+    if (HAK_PHASE100 && HAK_PHASE99 && HAK_PHASE101) {
         tcase_add_test(idle, test_idle_mixed);
         tcase_add_test(idle, test_idle_every_class);
         tcase_add_test(idle, test_idle_other_thread);
     }
-    tcase_add_test(idle, test_idle_visits_back_off);
+    if (HAK_PHASE99 && HAK_PHASE101 && HAK_PHASE103)
+        tcase_add_test(idle, test_idle_visits_back_off);
     tcase_set_timeout(idle, 60);
     suite_add_tcase(su, reuse);
     suite_add_tcase(su, busy);

@@ -6,8 +6,8 @@
 /* The freeing thread writes none of the owner's lines per free: it reads the block's tag
  * (the hot free did), writes the owner's mark into the block's first word, and appends the
  * pointer to its batch for that owner.  A batch goes with one compare-and-swap onto the
- * owner's inbox, and the owner takes the whole inbox with one exchange on its next cold
- * path, checking each block then: its mark (a second free of a block already in a batch
+ * owner's inbox; the owner takes the inbox with one exchange on a cold path and the batches
+ * in one a cold path, checking each block then: its mark (a second free of a block already in a batch
  * finds it, and one in a batch that arrives after its owner took the block back finds it
  * cleared, since every hand-out clears it) and its tag (still live).  A free of a block
  * the owner has freed itself finds its tag not live at the call. */

@@ -14,6 +14,8 @@
  *  - fork-churn:        fork while other threads are being created and exit
  *  - visit:             malloc_trim in one thread takes in what it freed into an idle
  *                       thread's regions (a visit), and visits meet a thread at work
+ *  - churn:             4,000 short-lived threads free all they allocated: in use back
+ *                       where it started, within a region a class and a span
  *  - batch:             two threads free one block at once, thousands of times (each
  *                       double free reported once); a sleeping thread's frees come home
  *
@@ -1583,6 +1585,55 @@ START_TEST(test_idle_sender_sends)
 }
 END_TEST
 
+/* ------------------------------------------------------------- churn */
+
+/* Thousands of short-lived threads, each allocating tiny blocks of every class and freeing
+ * them before it exits: the exit hands everything back (its slots flushed, its regions
+ * released), so after malloc_trim the bytes in use are where they started, within a region
+ * of each tiny class and a span (a class's region the test thread itself may be carving,
+ * and its own span): 21 x 64 KiB + 1 MiB.  A thread exit that kept its slots' blocks would
+ * keep a region per class per thread: hundreds of MiB here. */
+#ifndef CH_THREADS
+#define CH_THREADS 4000
+#endif
+enum { CH_BLOCKS = 256 };
+
+static void *ch_worker(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    void *b[CH_BLOCKS];
+    for (unsigned i = 0; i < CH_BLOCKS; i++) {
+        size_t n = 8 + ((i * 37u + id) % 128) * 8;      /* 8 B .. 1 KiB: every tiny class */
+        b[i] = malloc(n);
+        if (b[i] != NULL)
+            memset(b[i], (int)i, n);
+    }
+    for (unsigned i = 0; i < CH_BLOCKS; i++)
+        free(b[i]);
+    return NULL;
+}
+
+START_TEST(test_thread_churn_gives_all_back)
+{
+    struct hak_totals before, after;
+    malloc_trim(0);
+    hak_totals_get(&before);
+    for (unsigned i = 0; i < CH_THREADS; i += 4) {
+        pthread_t t[4];
+        for (unsigned k = 0; k < 4; k++)
+            ck_assert_int_eq(pthread_create(&t[k], NULL, ch_worker, (void *)(uintptr_t)(i + k)), 0);
+        for (unsigned k = 0; k < 4; k++)
+            ck_assert_int_eq(pthread_join(t[k], NULL), 0);
+    }
+    malloc_trim(0);
+    hak_totals_get(&after);
+    uint64_t bound = 21 * 64 * KiB + MiB;
+    fprintf(stderr, "# churn: %u threads; in use %llu -> %llu bytes (bound +%llu)\n", CH_THREADS,
+            (unsigned long long)before.in_use, (unsigned long long)after.in_use, (unsigned long long)bound);
+    ck_assert_uint_le(after.in_use, before.in_use + bound);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ main */
 
 static Suite *threads_suite(void)
@@ -1631,6 +1682,11 @@ static Suite *threads_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_trim_visits_an_idle_thread);
     tcase_add_test(tc, test_visits_meet_a_working_thread);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("churn");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_thread_churn_gives_all_back);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batch");

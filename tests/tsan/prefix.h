@@ -11,6 +11,7 @@
 #define PC_PER_PROD 500000
 #define SL_BATCHES 8
 #define DF_ROUNDS 400
+#define CH_THREADS 400
 #define malloc(n)               hak_malloc(n)
 #define free(p)                 hak_free(p)
 #define calloc(n, s)            hak_calloc(n, s)

@@ -959,6 +959,7 @@ static int fk_child_work(unsigned salt)
     if (c == NULL)
         return 17;
     free(c);
+    malloc_trim(0);                     /* every lock a trim takes, in the child */
     return 0;
 }
 
@@ -1095,6 +1096,39 @@ static void *fm_forker(void *varg)
     fk_do_forks(FM_FORKS, 1000u * (unsigned)(a->idx + 1), &a->res);
     return NULL;
 }
+
+/* A thread that trims in a loop holds, one after another, the locks a trim takes (the
+ * sparse pass's, the pool's, the heap list's for its visits): a fork at any moment must
+ * leave the child free to allocate, free and trim itself (a lock not re-initialised in
+ * the child hangs it). */
+static void *fk_trimmer(void *arg)
+{
+    (void)arg;
+    long n = 0;
+    while (!atomic_load_explicit(&fk_stop, memory_order_relaxed)) {
+        void *p = malloc(200 + (size_t)(n % 64) * 16);
+        free(p);
+        malloc_trim(0);
+        n++;
+    }
+    atomic_fetch_add(&fk_bg_iters, n);
+    return NULL;
+}
+
+START_TEST(test_fork_while_trimming)
+{
+    pthread_t bg[1], tr;
+    struct fk_result res = {0};
+    cap_begin();
+    fk_start_background(bg, 1);
+    ck_assert_int_eq(pthread_create(&tr, NULL, fk_trimmer, NULL), 0);
+    fk_do_forks(40, 7, &res);
+    fk_stop_background(bg, 1);
+    ck_assert_int_eq(pthread_join(tr, NULL), 0);
+    ck_assert_int_eq(cap_end(), 0);
+    fk_report("fork while trimming", &res, 40);
+}
+END_TEST
 
 START_TEST(test_fork_from_many_threads)
 {
@@ -1674,6 +1708,7 @@ static Suite *threads_suite(void)
     tc = tcase_create("fork");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_fork_while_allocating);
+    tcase_add_test(tc, test_fork_while_trimming);
     tcase_add_test(tc, test_fork_from_many_threads);
     tcase_add_test(tc, test_fork_during_thread_churn);
     suite_add_tcase(s, tc);

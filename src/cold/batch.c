@@ -212,11 +212,15 @@ static void take_batch(struct heap *h, struct remote_batch *b)
 /* Every batch that has come, into h's caches (thread exit, malloc_trim). */
 HAK_COLD void heap_inbox_take(struct heap *h)
 {
-    struct remote_batch *b = atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire);
-    while (b != NULL) {
-        struct remote_batch *next = b->next;
-        take_batch(h, b);
-        b = next;
+    struct remote_batch *b = atomic_load_explicit(&h->inbox_local, memory_order_relaxed);
+    atomic_store_explicit(&h->inbox_local, NULL, memory_order_relaxed);
+    for (int shared = 0; shared < 2; shared++) {
+        while (b != NULL) {
+            struct remote_batch *next = b->next;
+            take_batch(h, b);
+            b = next;
+        }
+        b = atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire);
     }
 }
 
@@ -242,6 +246,15 @@ HAK_COLD void heap_inbox_forward(struct heap *h)
     forward_list(h, atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire));
 }
 
+/* A visit (h's thread out of its cold paths): the batches it took and has not taken in yet too. */
+HAK_COLD void heap_inbox_forward_visited(struct heap *h)
+{
+    struct remote_batch *b = atomic_load_explicit(&h->inbox_local, memory_order_relaxed);
+    atomic_store_explicit(&h->inbox_local, NULL, memory_order_relaxed);
+    forward_list(h, b);
+    heap_inbox_forward(h);
+}
+
 /* Thread exit: what it holds for others goes, and what others sent it comes in before its
  * caches are flushed; its spare batch goes back to the pool. */
 HAK_COLD void heap_batch_retire(struct heap *h)
@@ -261,27 +274,16 @@ static uint32_t coarse_ms(void)
     return (uint32_t)((uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u);
 }
 
-/* A thread in its cold path: a batch of its inbox in, and now and then (HELP_MS) the
- * outboxes of threads that have idled since it last looked sent for them (a thread asleep holding
+/* A thread in its cold path: a batch of its inbox in, and now and then (HELP_MS) the outboxes of
+ * threads that have idled since it last looked sent for them (a thread asleep holding
  * other threads' blocks would otherwise hold them for as long as it sleeps). */
 HAK_COLD void heap_batch_poll(struct heap *h)
 {
-    /* One batch a time, for its slots (more went home unused); the rest goes back on the
-     * inbox in one piece, where whoever forwards an idle heap's batches finds it. */
-    struct remote_batch *b = NULL;
-    if (atomic_load_explicit(&h->inbox, memory_order_relaxed) != NULL)
+    struct remote_batch *b = atomic_load_explicit(&h->inbox_local, memory_order_relaxed);
+    if (b == NULL && atomic_load_explicit(&h->inbox, memory_order_relaxed) != NULL)
         b = atomic_exchange_explicit(&h->inbox, NULL, memory_order_acquire);
-    if (b != NULL) {
-        struct remote_batch *rest = b->next, *tail = rest;
-        if (rest != NULL) {
-            while (tail->next != NULL)
-                tail = tail->next;
-            struct remote_batch *head = atomic_load_explicit(&h->inbox, memory_order_relaxed);
-            do {
-                tail->next = head;
-            } while (!atomic_compare_exchange_weak_explicit(&h->inbox, &head, rest, memory_order_release,
-                                                            memory_order_relaxed));
-        }
+    if (b != NULL) {            /* one batch a time, for its slots: more went home unused */
+        atomic_store_explicit(&h->inbox_local, b->next, memory_order_relaxed);
         take_batch(h, b);
     }
     if (atomic_load_explicit(&batch_holders, memory_order_relaxed) == 0)

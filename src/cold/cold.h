@@ -37,6 +37,7 @@ int   heap_outbox_put(struct heap *h, struct heap *o, struct region *r, void *p)
 void  heap_outbox_flush(struct heap *h);        /* h's thread, or a visit: every batch sent */
 void  heap_inbox_take(struct heap *h);          /* h's thread: its batches into its caches */
 void  heap_inbox_forward(struct heap *h);       /* any thread: h's batches home by their tags */
+void  heap_inbox_forward_visited(struct heap *h);   /* a visit: those h took off too */
 void  heap_batch_poll(struct heap *h);          /* a cold path: its inbox, idle threads' outboxes */
 void  heap_batch_retire(struct heap *h);        /* thread exit */
 void  heap_batch_lock(void);

@@ -63,7 +63,7 @@ static int visit_locked(struct heap *h)
     if (!h->live || t == NULL || !visit_begin(t))
         return 0;
     heap_outbox_flush(h);                   /* Phase 107: what it holds for others goes */
-    heap_inbox_forward(h);                  /* ... and what others sent it comes home */
+    heap_inbox_forward_visited(h);          /* ... and what others sent it comes home */
     heap_visit_collect(h);
     span_merge_pending(h);
     visit_end(t);
@@ -78,6 +78,7 @@ static int visit_wanted(struct heap *h)
     return atomic_load_explicit(&h->remote_scan, memory_order_relaxed)
            || atomic_load_explicit(&h->span_remote, memory_order_relaxed)
            || atomic_load_explicit(&h->inbox, memory_order_relaxed)
+           || atomic_load_explicit(&h->inbox_local, memory_order_relaxed)
            || atomic_load_explicit(&h->out_held, memory_order_relaxed);
 }
 
@@ -116,7 +117,8 @@ static void visit_if_idle(struct heap *h, void *arg)
 
 /* Phase 107 without visits: the batches that came to a heap whose thread has entered no
  * cold path for `idle` ms go home the old way, by their tags (that needs no visit: the
- * inbox is taken with one exchange, as its owner takes it). */
+ * inbox is taken with one exchange, as its owner takes it; what the owner took off it
+ * before it went idle waits for it). */
 static void forward_if_idle(struct heap *h, void *arg)
 {
     const struct visit_pass *v = arg;

@@ -135,6 +135,9 @@ struct heap {
      * batches not sent yet (other threads read it: an idle thread's are sent for it). */
     struct remote_batch *outbox[HEAP_OUTBOX_WAYS];
     struct remote_batch *outbox_spare;
+    /* Taken off the inbox, not yet into the caches: the owner's (a visit's while it sleeps),
+     * read by the purger to know a visit is wanted. */
+    _Atomic(struct remote_batch *) inbox_local;
     _Atomic uint32_t out_held;
     uint32_t out_cold;               /* `cold` when a helper last looked (cold/batch.c) */
 #if HAK_OBSERVE

@@ -129,7 +129,7 @@ HAK_INLINE uint8_t *region_tag_live_tiny(void *p, unsigned t, unsigned amask)
 HAK_INLINE void region_mark_clear(void *blk)
 {
 #if HAK_PHASE107
-    *(void **)blk = NULL;
+    __atomic_store_n((uintptr_t *)blk, 0, __ATOMIC_RELAXED);   /* a racing double free may mark it */
 #else
     (void)blk;
 #endif
@@ -281,7 +281,9 @@ HAK_INLINE int region_marked(struct region *r, void *blk, const void *owner)
     int poisoned = HAK_POISONED(blk);       /* a free block's, not a live one's */
     if (poisoned)
         HAK_UNPOISON(blk, sizeof(void *));
-    int marked = *(uintptr_t *)blk == region_mark_of(r, blk, owner);
+    /* relaxed atomics: two threads freeing one block at once both reach its word (a
+     * double free, which this check is for) */
+    int marked = __atomic_load_n((uintptr_t *)blk, __ATOMIC_RELAXED) == region_mark_of(r, blk, owner);
     if (poisoned)
         HAK_POISON(blk, sizeof(void *));
     return marked;
@@ -290,7 +292,7 @@ HAK_INLINE int region_marked(struct region *r, void *blk, const void *owner)
 HAK_INLINE void region_mark(struct region *r, void *blk, const void *owner)
 {
     HAK_UNPOISON(blk, sizeof(void *));
-    *(uintptr_t *)blk = region_mark_of(r, blk, owner);
+    __atomic_store_n((uintptr_t *)blk, region_mark_of(r, blk, owner), __ATOMIC_RELAXED);
     HAK_POISON(blk, sizeof(void *));
 }
 

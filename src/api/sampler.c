@@ -131,12 +131,7 @@ static void prof_signal_install(const struct policy *pol)
             return;
         return;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = prof_on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigfillset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
+    api_signal_install(sig, prof_on_signal);
 }
 
 HAK_COLD void api_prof_sample(void *p, size_t n)

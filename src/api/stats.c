@@ -318,17 +318,22 @@ HAK_COLD int api_signal_of(const char *name, const char *key)
     return sig;
 }
 
-__attribute__((constructor(103))) static void stats_signal_install(void)
+/* A handler of hakmem's for sig: every signal blocked while it runs, calls restarted. */
+HAK_COLD void api_signal_install(int sig, void (*fn)(int))
 {
-    int sig = api_signal_of(policy_now()->stats_signal, "[stats] signal");
-    if (sig == 0)
-        return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = stats_on_signal;
+    sa.sa_handler = fn;
     sa.sa_flags = SA_RESTART;
     sigfillset(&sa.sa_mask);
     sigaction(sig, &sa, NULL);
+}
+
+__attribute__((constructor(103))) static void stats_signal_install(void)
+{
+    int sig = api_signal_of(policy_now()->stats_signal, "[stats] signal");
+    if (sig != 0)
+        api_signal_install(sig, stats_on_signal);
 }
 
 void api_malloc_stats(void)

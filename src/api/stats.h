@@ -8,6 +8,7 @@
 #include "../../include/hakmem.h"
 
 int  api_signal_of(const char *name, const char *key);   /* USR1/USR2 by name, 0: none (or an error, said under key unless NULL) */
+void api_signal_install(int sig, void (*fn)(int));
 int  api_malloc_trim(size_t pad);
 void api_malloc_stats(void);
 int  api_malloc_info(int options, FILE *fp);
